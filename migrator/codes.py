@@ -1,0 +1,64 @@
+"""Stable codes for every site kind and refusal reason.
+
+Codes never change meaning once published; new ones are appended.  Each entry
+is (title, what the user should do).  ``docs/codes.md`` is generated from this
+table by ``tests/test_docs.py`` so the two cannot drift apart.
+"""
+from __future__ import annotations
+
+CODES: dict[str, tuple[str, str]] = {
+    # -- migrated sites -------------------------------------------------
+    "TFG001": ("gradient_override_map block rewritten to tf.custom_gradient", ""),
+    "TFG002": ("RegisterGradient function turned into a plain gradient helper (registration removed)", ""),
+    "TFG003": ("tf.gradients call rewritten to tf.GradientTape", ""),
+    "TFG004": ("parallel_for jacobian/batch_jacobian rewritten to tape.jacobian/tape.batch_jacobian", ""),
+    "TFG005": ("tf.hessians rewritten to nested tapes", ""),
+    "TFG006": ("py_func with an overridden gradient rewritten to tf.custom_gradient around tf.numpy_function", ""),
+    "TFG007": ("dead override removed: no op of a mapped type is created in the block", "check the op type spelling; TF1 ignored this override too"),
+    # -- overrides that need a person -----------------------------------
+    "TFG101": ("override block calls code whose ops cannot be known from the source",
+               "wrap the op inside that code in a @tf.custom_gradient function"),
+    "TFG102": ("override escapes its with-block (yield in a context manager, manual __enter__/__exit__)",
+               "apply tf.custom_gradient to the ops the caller creates"),
+    "TFG103": ("override map is not a literal dict of string literals",
+               "write the map as a dict literal, or migrate by hand with tf.custom_gradient"),
+    "TFG104": ("override map is ill-formed: TF1 itself rejects it at gradient time",
+               "fix the map in TF1 first; the migrator does not guess the intent"),
+    "TFG105": ("registered gradient function uses something with no TF2 equivalent (op.name, op.node_def, op.get_attr of an unknown attribute, ...)",
+               "rewrite the gradient by hand as a tf.custom_gradient grad_fn"),
+    "TFG106": ("gradient name in the map has no registration in the files of this run",
+               "pass the file that registers it in the same run, or migrate by hand"),
+    "TFG107": ("graph object is not known to be a TensorFlow graph (look-alike method)",
+               "nothing to do if this is not TensorFlow; otherwise bind the graph with tf.get_default_graph()"),
+    "TFG108": ("an op of an overridden type is created in a way the migrator cannot wrap (inside a library function, or with arguments it cannot map to op inputs)",
+               "wrap that op in a @tf.custom_gradient function by hand"),
+    "TFG109": ("gradient function is passed as a value the migrator cannot follow",
+               "register a module-level function, or migrate by hand"),
+    # -- tf.gradients that need a person --------------------------------
+    "TFG120": ("ys is not computed in the same block as the tf.gradients call",
+               "compute the loss inside a tf.GradientTape where the model is called"),
+    "TFG121": ("tf.gradients inside a registered gradient function, tf.while_loop body or tf.cond branch",
+               "keep this code in graph mode (tf.function) or restructure it around a tape"),
+    "TFG122": ("an override map that was not migrated still governs this gradient; GradientTape would ignore it",
+               "migrate the override first (see its own manual site), then re-run"),
+    "TFG123": ("stop_gradients cannot be rewritten exactly here",
+               "apply tf.stop_gradient to those tensors where ys is computed, then use a tape"),
+    "TFG124": ("sources are not plain names or attributes",
+               "bind the sources to names before the call, or use model.trainable_variables with a tape"),
+    "TFG125": ("tf.gradients inside a loop over values computed before the loop",
+               "open the tape around the computation of each value"),
+    "TFG126": ("a tape here would record nothing (ys does not depend on xs in this block)",
+               "check the call: TF1 returned None for every source"),
+    "TFG127": ("keras.backend.gradients is graph-only",
+               "compute the loss inside a tf.GradientTape"),
+    "TFG128": ("gradient call form not supported (unknown arguments, starred arguments, or used as a value)",
+               "rewrite this call by hand with tf.GradientTape"),
+}
+
+
+def title(code: str) -> str:
+    return CODES[code][0]
+
+
+def advice(code: str) -> str:
+    return CODES[code][1]

@@ -1,0 +1,44 @@
+"""Readable, collision-free names for generated code."""
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+
+def used_names(module: cst.Module) -> set[str]:
+    """Every identifier that appears anywhere in the module (cheap, conservative)."""
+    names: set[str] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+    module.visit(_Collect())
+    return names
+
+
+def snake(text: str) -> str:
+    """``QuantizeGrad`` -> ``quantize_grad``, ``FlipGradient%d`` -> ``flip_gradient``."""
+    text = re.sub(r"%[-+ #0]*\d*[a-z]|\{[^}]*\}", "", text)
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
+    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", text)
+    text = re.sub(r"[^0-9a-zA-Z]+", "_", text).strip("_").lower()
+    if not text or text[0].isdigit():
+        text = "f_" + text
+    return text
+
+
+class NameAllocator:
+    """Hands out names not used anywhere in the module (nor by earlier calls)."""
+
+    def __init__(self, module: cst.Module):
+        self.taken = used_names(module)
+
+    def fresh(self, base: str) -> str:
+        name, i = base, 1
+        while name in self.taken or not name.isidentifier():
+            name = f"{base}_{i}"
+            i += 1
+        self.taken.add(name)
+        return name

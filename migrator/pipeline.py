@@ -1,0 +1,237 @@
+"""The pipeline, in one screen:
+
+    discover -> prefilter (bytes) -> index (ast, pass 1) -> parse (libcst)
+    -> analyse sites + transform (plugins, in order) -> render -> write -> verify
+
+This module holds the text-level core (``migrate_text``) and the cheap
+pass-1 index.  File discovery, safe reading/writing and the process pool
+live in :mod:`migrator.files` and :mod:`migrator.runner`; reports in
+:mod:`migrator.reports`; verification in :mod:`migrator.verify`.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from migrator.model import MANUAL, Site
+
+#: A file that matches none of these bytes cannot contain a site.  Every
+#: plugin's ``triggers`` must be covered (tests/test_pipeline.py checks).
+PREFILTER = re.compile(
+    rb"gradient_override_map|RegisterGradient|gradients|parallel_for|py_func|hessians"
+)
+
+
+def may_have_sites(data: bytes) -> bool:
+    return PREFILTER.search(data) is not None
+
+
+class ParseError(Exception):
+    """The source could not be parsed; carries a 1-based position."""
+
+    def __init__(self, message: str, line: int = 1, col: int = 1):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.col = col
+
+
+@dataclass
+class Options:
+    """Rewrite options (from [tool.tfgradmigrate] and command-line flags)."""
+
+    annotate: bool = False  # add "# TODO(tfgradmigrate): ..." above manual sites
+    select: Optional[frozenset] = None  # plugin names to run (None: all)
+
+
+@dataclass
+class Registration:
+    """A ``RegisterGradient(name)`` found in pass 1."""
+
+    name: str  # the gradient name when it is a string literal, else "" (dynamic)
+    path: str
+    line: int
+    function: Optional[str]  # the registered function's name, when it is a plain def/name
+
+
+@dataclass
+class RunIndex:
+    """What pass 1 learns about every file of the run, cheaply (ast only).
+
+    It holds no parse trees: only names and positions.
+    """
+
+    registrations: dict[str, list[Registration]] = field(default_factory=dict)
+    #: gradient names that some override map in the run refers to
+    mapped_names: set[str] = field(default_factory=set)
+    #: dotted module names (best effort, from paths) of files with override blocks
+    override_modules: set[str] = field(default_factory=set)
+    #: filled between the two halves of pass 2: modules whose overrides stayed manual
+    unmigrated_override_modules: set[str] = field(default_factory=set)
+
+    def add_file(self, path: str, source: str) -> None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return
+        facts = scan_tree(tree)
+        for reg in facts.registrations:
+            reg.path = path
+            self.registrations.setdefault(reg.name, []).append(reg)
+        self.mapped_names |= facts.mapped_names
+        if facts.has_override_block:
+            self.override_modules |= module_names_for(path)
+
+    def merge(self, other: "RunIndex") -> None:
+        for k, v in other.registrations.items():
+            self.registrations.setdefault(k, []).extend(v)
+        self.mapped_names |= other.mapped_names
+        self.override_modules |= other.override_modules
+        self.unmigrated_override_modules |= other.unmigrated_override_modules
+
+
+@dataclass
+class _Facts:
+    registrations: list[Registration] = field(default_factory=list)
+    mapped_names: set[str] = field(default_factory=set)
+    has_override_block: bool = False
+    imports: set[str] = field(default_factory=set)
+
+
+def scan_tree(tree: ast.AST) -> _Facts:
+    """Pass-1 facts from a stdlib ``ast`` tree (no libcst, no metadata)."""
+    facts = _Facts()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
+            if name == "RegisterGradient" and node.args:
+                arg = node.args[0]
+                lit = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""
+                facts.registrations.append(Registration(lit, "", node.lineno, None))
+            elif name == "gradient_override_map":
+                facts.has_override_block = True
+                if node.args and isinstance(node.args[0], ast.Dict):
+                    for v in node.args[0].values:
+                        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                            facts.mapped_names.add(v.value)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                if (
+                    isinstance(dec, ast.Call)
+                    and (getattr(dec.func, "attr", None) or getattr(dec.func, "id", None)) == "RegisterGradient"
+                ):
+                    for reg in facts.registrations:
+                        if reg.line == dec.lineno and reg.function is None:
+                            reg.function = node.name
+        elif isinstance(node, ast.Import):
+            facts.imports |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            facts.imports.add(node.module)
+            facts.imports |= {f"{node.module}.{a.name}" for a in node.names}
+    return facts
+
+
+def module_names_for(path: str) -> set[str]:
+    """Dotted names a file may be imported under: every suffix of its path."""
+    parts = [p for p in re.split(r"[\\/]", path) if p and p not in (".", "..")]
+    if not parts:
+        return set()
+    last = parts[-1]
+    if last.endswith(".py"):
+        last = last[:-3]
+    parts[-1] = last
+    if last == "__init__":
+        parts = parts[:-1]
+    return {".".join(parts[i:]) for i in range(len(parts)) if all(p.isidentifier() for p in parts[i:])}
+
+
+def imported_modules(source: str) -> set[str]:
+    try:
+        return scan_tree(ast.parse(source)).imports
+    except (SyntaxError, ValueError):
+        return set()
+
+
+@dataclass
+class FileContext:
+    """Per-file state handed to each plugin in turn."""
+
+    path: str
+    index: RunIndex
+    options: Options
+    source: str = ""  # the original text
+    sites: list[Site] = field(default_factory=list)
+    #: plugin-to-plugin facts, e.g. "manual_override" set by the override plugin
+    facts: dict = field(default_factory=dict)
+    #: maps a line of the module a plugin receives to the original file's line
+    _back: Optional[dict] = None
+
+    def original_line(self, line: int) -> int:
+        """Plugins see the output of earlier plugins; sites report original lines."""
+        if self._back is None:
+            return line
+        return self._back.get(line, line)
+
+
+def line_map(old: str, new: str) -> dict[int, int]:
+    """Map 1-based lines of ``new`` to lines of ``old`` (ignoring indentation)."""
+    a = [ln.strip() for ln in old.splitlines()]
+    b = [ln.strip() for ln in new.splitlines()]
+    out: dict[int, int] = {}
+    for _tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for k in range(j2 - j1):
+            out[j1 + k + 1] = min(i1 + k, max(i2 - 1, i1)) + 1
+    return out
+
+
+def migrate_text(
+    source: str,
+    path: str = "<string>",
+    index: Optional[RunIndex] = None,
+    options: Optional[Options] = None,
+) -> tuple[str, list[Site]]:
+    """Migrate one module's text.  Returns (new_text, sites).
+
+    Raises :class:`ParseError` when the source cannot be parsed.  A source
+    with nothing to migrate comes back as the very same string.
+    """
+    if not may_have_sites(source.encode("utf-8", "surrogatepass")):
+        return source, []
+    options = options or Options()
+    if index is None:
+        index = RunIndex()
+        index.add_file(path, source)
+    import libcst as cst  # lazily: only files that passed the prefilter pay for it
+
+    from migrator._plugins import plugins
+
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as e:
+        raise ParseError(e.message, e.raw_line, e.raw_column + 1) from None
+    ctx = FileContext(path=path, index=index, options=options, source=source)
+    current = source
+    for plugin in plugins():
+        if options.select is not None and plugin.name not in options.select:
+            continue
+        if not plugin.matches(current.encode("utf-8", "surrogatepass")):
+            continue
+        module = plugin.rewrite(module, ctx)
+        rendered = module.code
+        if rendered != current:
+            current = rendered
+            ctx._back = line_map(source, current)
+    if current != source:
+        forward = line_map(current, source)  # original line -> new line
+        for site in ctx.sites:
+            if site.status != MANUAL and site.new_line is None:
+                site.new_line = forward.get(site.line)
+    if options.annotate and any(s.status == MANUAL for s in ctx.sites):
+        from migrator.annotate import annotate_manual_sites
+
+        current = annotate_manual_sites(current, ctx.sites, ctx._back)
+    return current, ctx.sites

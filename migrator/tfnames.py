@@ -1,0 +1,76 @@
+"""Resolve TensorFlow names through libcst metadata, not by spelling.
+
+``tf.compat.v1.gradients``, ``tensorflow.gradients`` after
+``import tensorflow``, ``from tensorflow import gradients as g`` and the
+private ``tensorflow.python...`` spellings all normalise to one public name,
+e.g. ``tensorflow.gradients``.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import QualifiedNameProvider
+
+_COMPAT = ("tensorflow.compat.v1.", "tensorflow.compat.v2.")
+
+#: private module paths users import from, mapped to the public name
+_PRIVATE = {
+    "tensorflow.python.framework.ops.get_default_graph": "tensorflow.get_default_graph",
+    "tensorflow.python.framework.ops.RegisterGradient": "tensorflow.RegisterGradient",
+    "tensorflow.python.framework.ops.Graph": "tensorflow.Graph",
+    "tensorflow.python.framework.ops.op_scope": "tensorflow.op_scope",
+    "tensorflow.python.ops.gradients.gradients": "tensorflow.gradients",
+    "tensorflow.python.ops.gradients_impl.gradients": "tensorflow.gradients",
+    "tensorflow.python.ops.gradients_impl.hessians": "tensorflow.hessians",
+    "tensorflow.python.ops.gradients.hessians": "tensorflow.hessians",
+    "tensorflow.python.ops.parallel_for.gradients.jacobian": "tensorflow.python.ops.parallel_for.gradients.jacobian",
+    "tensorflow.python.ops.parallel_for.gradients.batch_jacobian": "tensorflow.python.ops.parallel_for.gradients.batch_jacobian",
+    "tensorflow.python.ops.script_ops.py_func": "tensorflow.py_func",
+    "tensorflow.python.ops.array_ops.identity": "tensorflow.identity",
+}
+
+
+def normalize(name: str) -> Optional[str]:
+    """The public TF name for a qualified name, or None if it is not TensorFlow."""
+    if name != "tensorflow" and not name.startswith("tensorflow."):
+        return None
+    for prefix in _COMPAT:
+        if name.startswith(prefix):
+            name = "tensorflow." + name[len(prefix):]
+            break
+    if name.startswith("tensorflow.python."):
+        return _PRIVATE.get(name, name)
+    return name
+
+
+def tf_name(node: cst.CSTNode, wrapper_or_visitor) -> Optional[str]:
+    """The normalised TF name of ``node`` (a Name/Attribute/Call's func), or None.
+
+    ``wrapper_or_visitor`` is anything with ``get_metadata`` (a visitor that
+    declared ``QualifiedNameProvider``) or a resolved metadata mapping.
+    """
+    if isinstance(node, cst.Call):
+        node = node.func
+    try:
+        if hasattr(wrapper_or_visitor, "get_metadata"):
+            names = wrapper_or_visitor.get_metadata(QualifiedNameProvider, node, set())
+        else:
+            names = wrapper_or_visitor.get(node, set())
+    except KeyError:
+        return None
+    for qn in names:
+        n = normalize(qn.name)
+        if n is not None:
+            return n
+    return None
+
+
+def dotted(node: cst.CSTNode) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None (used for messages and keys)."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
