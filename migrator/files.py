@@ -1,0 +1,235 @@
+"""Finding input files, and reading and writing them without damage.
+
+Discovery follows symlinks at most once (a real directory or file reached
+twice is visited once) and honours exclude globs.  Reading keeps everything a
+write needs to give the bytes back exactly as they were apart from the
+migrated lines: the encoding (UTF-8, UTF-8 with BOM, a PEP 263 cookie), the
+newline style and a missing final newline.  Writing is atomic and keeps the
+file mode; a file that changed on disk meanwhile is not overwritten.
+"""
+from __future__ import annotations
+
+import codecs
+import fnmatch
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+DEFAULT_EXCLUDES = (
+    ".git", ".venv", "venv", "build", "dist", "__pycache__", ".tox", "site-packages", "node_modules",
+)
+SUFFIXES = (".py", ".ipynb")
+#: files larger than this are reported, not parsed (config key ``max-file-size``)
+MAX_BYTES = 5 * 1024 * 1024
+
+
+class FileError(Exception):
+    """A file that could not be read, decoded or written; carries a position."""
+
+    def __init__(self, message: str, line: int = 1, col: int = 1):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.col = col
+
+    def format(self, path: str) -> str:
+        return f"{path}:{self.line}:{self.col}: {self.message}"
+
+
+@dataclass
+class Discovered:
+    files: list[str]
+    #: (display path, message) for paths that could not be walked or stat'ed
+    errors: list[tuple[str, str]]
+
+
+def _excluded(rel: str, patterns: Iterable[str]) -> bool:
+    rel = rel.replace(os.sep, "/")
+    parts = rel.split("/")
+    for pat in patterns:
+        pat = pat.rstrip("/")
+        if fnmatch.fnmatch(rel, pat) or any(fnmatch.fnmatch(p, pat) for p in parts):
+            return True
+    return False
+
+
+def discover(paths: Iterable[str], excludes: Iterable[str] = (), default_excludes: bool = True) -> Discovered:
+    """Files to process, in a stable order, each real file once.
+
+    Directories are walked for ``*.py`` and ``*.ipynb``; a file named
+    explicitly is taken whatever its suffix (unless a user exclude matches).
+    Default excludes apply only below a directory given on the command line.
+    """
+    user = tuple(excludes)
+    walk_excludes = user + (DEFAULT_EXCLUDES if default_excludes else ())
+    seen_files: set[str] = set()
+    files: list[str] = []
+    errors: list[tuple[str, str]] = []
+
+    def take(display: str) -> None:
+        try:
+            os.stat(display)  # raises on symlink loops and dangling links
+            real = os.path.realpath(display)
+        except OSError as e:
+            errors.append((display, _os_message(e)))
+            return
+        if real not in seen_files:
+            seen_files.add(real)
+            files.append(display)
+
+    for given in paths:
+        if not os.path.isdir(given):
+            if not _excluded(given, user):
+                take(given)
+            continue
+        seen_dirs: set[str] = set()
+        for dirpath, dirnames, filenames in os.walk(given, followlinks=True, onerror=None):
+            real_dir = os.path.realpath(dirpath)
+            if real_dir in seen_dirs:
+                dirnames[:] = []
+                continue
+            seen_dirs.add(real_dir)
+            rel_dir = os.path.relpath(dirpath, given)
+            keep = []
+            for d in sorted(dirnames):
+                rel = d if rel_dir == "." else os.path.join(rel_dir, d)
+                if not _excluded(rel, walk_excludes) and os.path.realpath(os.path.join(dirpath, d)) not in seen_dirs:
+                    keep.append(d)
+            dirnames[:] = keep
+            for name in sorted(filenames):
+                if not name.endswith(SUFFIXES):
+                    continue
+                rel = name if rel_dir == "." else os.path.join(rel_dir, name)
+                if _excluded(rel, walk_excludes):
+                    continue
+                take(os.path.normpath(os.path.join(dirpath, name)))
+    return Discovered(files, errors)
+
+
+def _os_message(e: OSError) -> str:
+    import errno
+
+    if e.errno == errno.ELOOP:
+        return "cannot read: symlink loop"
+    if e.errno == errno.ENOENT:
+        return "cannot read: no such file (dangling symlink, or it vanished)"
+    return f"cannot read: {e.strerror or e}"
+
+
+@dataclass
+class Source:
+    """One file as read: the raw bytes and what is needed to write it back."""
+
+    path: str
+    raw: bytes
+    encoding: str = "utf-8"  # a codec name; "utf-8-sig" when there is a BOM
+    crlf: bool = False  # every line ends in CRLF; ``text`` then holds LF only
+    mtime_ns: int = 0
+    size: int = 0
+    mode: int = 0o644
+    _text: Optional[str] = None
+
+    @property
+    def text(self) -> str:
+        """The decoded text (raises FileError); CRLF files come back with LF."""
+        if self._text is None:
+            self._text = decode(self.raw, self)
+        return self._text
+
+    def encode(self, text: str) -> bytes:
+        """Bytes of ``text`` in this file's encoding and newline style."""
+        if self.crlf:
+            text = text.replace("\n", "\r\n")
+        try:
+            return text.encode(self.encoding)
+        except UnicodeEncodeError as e:
+            raise FileError(f"migrated text cannot be encoded as {self.encoding}: {e.reason}") from None
+
+
+def read_source(path: str, max_bytes: int = MAX_BYTES) -> Source:
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileError("not a regular file")
+        if st.st_size > max_bytes:
+            raise FileError(f"file too large ({st.st_size} bytes; the limit is {max_bytes}), left untouched")
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as e:
+        raise FileError(_os_message(e)) from None
+    if len(raw) > max_bytes:
+        raise FileError(f"file too large (over {max_bytes} bytes), left untouched")
+    return Source(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size, mode=stat.S_IMODE(st.st_mode))
+
+
+def decode(raw: bytes, src: Source) -> str:
+    """Decode Python source bytes as the interpreter would; record how."""
+    if b"\x00" in raw:
+        off = raw.index(b"\x00")
+        line, col = _position(raw, off)
+        raise FileError("cannot decode: binary content (NUL byte)", line, col)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as e:
+        raise FileError(f"cannot decode: {e.msg if hasattr(e, 'msg') else e}", getattr(e, "lineno", 1) or 1) from None
+    encoding = codecs.lookup(encoding).name
+    if encoding == "utf-8" and raw.startswith(codecs.BOM_UTF8):
+        encoding = "utf-8-sig"
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        line, col = _position(raw, e.start)
+        raise FileError(f"cannot decode as {encoding}: {e.reason}", line, col) from None
+    src.encoding = encoding
+    if "\r\n" in text and text.count("\r\n") == text.count("\n") == text.count("\r"):
+        src.crlf = True
+        text = text.replace("\r\n", "\n")
+    return text
+
+
+def _position(raw: bytes, offset: int) -> tuple[int, int]:
+    line = raw.count(b"\n", 0, offset) + 1
+    col = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def write_source(src: Source, text: str) -> None:
+    """Atomically replace the file behind ``src`` with ``text``.
+
+    Writes through a symlink to its target, keeps the mode, and refuses when
+    the file is read-only, vanished, or changed since it was read.
+    """
+    data = src.encode(text)
+    target = os.path.realpath(src.path)
+    try:
+        st = os.stat(target)
+    except OSError as e:
+        raise FileError(_os_message(e).replace("cannot read", "not written")) from None
+    if (st.st_mtime_ns, st.st_size) != (src.mtime_ns, src.size):
+        raise FileError("file changed on disk while it was being migrated; not written")
+    if not st.st_mode & stat.S_IWUSR:
+        raise FileError("file is read-only; not written")
+    folder = os.path.dirname(target) or "."
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(target) + ".", suffix=".tfgm")
+    except OSError as e:
+        raise FileError(f"not written: cannot create a temporary file beside it: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.replace(tmp, target)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise FileError(f"not written: {e.strerror or e}") from None
+        raise

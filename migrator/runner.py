@@ -1,0 +1,247 @@
+"""Running the pipeline over many files.
+
+Pass 1 reads every file's bytes, skips those the byte prefilter rules out,
+and indexes the rest (``RunIndex``, stdlib ``ast`` only).  Pass 2 migrates
+the files holding override blocks or registrations first, records the
+modules whose overrides stayed manual, then migrates the rest, so that a
+tf.gradients call is never moved to a tape while an override still governs
+it.  Files are processed in a process pool; results come back in discovery
+order, and a file that crashes is reported as that file's error.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from migrator import files
+from migrator.model import MANUAL, OVERRIDE_MAP, PY_FUNC_GRADIENT, REGISTER_GRADIENT, FileResult
+from migrator.pipeline import Options, RunIndex, may_have_sites, module_names_for
+
+WRITE, DIFF, CHECK = "write", "diff", "check"
+OVERRIDE_KINDS = frozenset({OVERRIDE_MAP, REGISTER_GRADIENT, PY_FUNC_GRADIENT})
+
+
+@dataclass
+class RunOptions:
+    mode: str = WRITE
+    options: Options = field(default_factory=Options)
+    jobs: int = 1
+    max_bytes: int = files.MAX_BYTES
+    keep_text: bool = False  # keep original/migrated text of changed files (diffs, html, verify)
+
+
+@dataclass
+class RunResult:
+    results: list[FileResult]
+    seconds: float = 0.0
+
+    @property
+    def errors(self) -> list[FileResult]:
+        return [r for r in self.results if r.error]
+
+    def summary(self, mode: str) -> dict:
+        sites = [s for r in self.results for s in r.sites]
+        return {
+            "mode": mode,
+            "files_scanned": len(self.results),
+            "files_changed": sum(r.changed for r in self.results),
+            "sites_migrated": sum(s.status != MANUAL for s in sites),
+            "sites_manual": sum(s.status == MANUAL for s in sites),
+            "errors": len(self.errors),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(".ipynb")
+
+
+def migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
+    """Pass 2 for one file; never raises."""
+    try:
+        return _migrate_file(path, index, run)
+    except Exception as e:  # noqa: BLE001 - one bad file must not end the run
+        return FileResult(path, error=f"{path}:1:1: internal error: {type(e).__name__}: {e}")
+
+
+def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
+    from migrator import pipeline
+    from migrator.notebook import NotebookError, migrate_notebook
+
+    try:
+        src = files.read_source(path, run.max_bytes)
+        if not may_have_sites(src.raw):
+            return FileResult(path)
+        text = src.text
+        if is_notebook(path):
+            new, sites = migrate_notebook(text, path, index, run.options)
+        else:
+            new, sites = pipeline.migrate_text(text, path, index, run.options)
+    except (files.FileError, pipeline.ParseError, NotebookError) as e:
+        return FileResult(path, error=f"{path}:{e.line}:{e.col}: {e.message}")
+    result = FileResult(path, changed=new != text, sites=sites)
+    if result.changed and run.mode == WRITE:
+        try:
+            files.write_source(src, new)
+        except files.FileError as e:
+            result.changed = False
+            result.error = e.format(path)
+    if result.changed and run.keep_text:
+        result.original, result.migrated = text, new
+    return result
+
+
+def index_file(path: str, max_bytes: int) -> tuple[Optional[RunIndex], bool]:
+    """Pass 1 for one file: (its index, whether it holds overrides), or (None, False)."""
+    try:
+        src = files.read_source(path, max_bytes)
+        if not may_have_sites(src.raw):
+            return None, False
+        text = src.text
+        if is_notebook(path):
+            from migrator.notebook import code_cells, joined_code, load
+
+            text = joined_code(code_cells(load(text)))
+    except Exception:  # noqa: BLE001 - pass 2 reports it
+        return RunIndex(), False
+    part = RunIndex()
+    part.add_file(path, text)
+    overrides = bool(part.registrations or part.mapped_names or part.override_modules) or (
+        b"gradient_override_map" in src.raw or b"RegisterGradient" in src.raw
+    )
+    return part, overrides
+
+
+def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int], None]] = None) -> RunResult:
+    """Migrate ``paths`` (already discovered files) and return results in order."""
+    start = time.monotonic()
+    index = RunIndex()
+    results: dict[str, FileResult] = {}
+    first, rest = [], []
+    for path in paths:
+        part, overrides = index_file(path, run_opts.max_bytes)
+        if part is None:
+            results[path] = FileResult(path)
+            if progress:
+                progress(1)
+            continue
+        index.merge(part)
+        (first if overrides else rest).append(path)
+    for res in _map(first, index, run_opts, progress):
+        results[res.path] = res
+        if res.error or any(s.kind in OVERRIDE_KINDS and s.status == MANUAL for s in res.sites):
+            index.unmigrated_override_modules |= module_names_for(res.path)
+    for res in _map(rest, index, run_opts, progress):
+        results[res.path] = res
+    return RunResult([results[p] for p in paths], time.monotonic() - start)
+
+
+def _map(paths: list[str], index: RunIndex, run_opts: RunOptions, progress) -> list[FileResult]:
+    if run_opts.jobs <= 1 or len(paths) <= 1:
+        out = []
+        for p in paths:
+            out.append(migrate_file(p, index, run_opts))
+            if progress:
+                progress(1)
+        return out
+    done: dict[str, FileResult] = {}
+    try:
+        with ProcessPoolExecutor(max_workers=min(run_opts.jobs, len(paths))) as pool:
+            futures = {p: pool.submit(migrate_file, p, index, run_opts) for p in paths}
+            for p, fut in futures.items():
+                try:
+                    done[p] = fut.result()
+                except BrokenProcessPool:
+                    break
+                if progress:
+                    progress(1)
+    except BrokenProcessPool:
+        pass
+    for p in paths:  # a worker died (not an exception): retry the rest one by one
+        if p not in done:
+            done[p] = _isolated(p, index, run_opts)
+            if progress:
+                progress(1)
+    return [done[p] for p in paths]
+
+
+def _isolated(path: str, index: RunIndex, run_opts: RunOptions) -> FileResult:
+    try:
+        with ProcessPoolExecutor(max_workers=1) as pool:
+            return pool.submit(migrate_file, path, index, run_opts).result()
+    except BrokenProcessPool:
+        return FileResult(path, error=f"{path}:1:1: internal error: the worker process died on this file")
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def attach_verification(results: list[FileResult], mode: str, rtol=None, atol=None, timeout=None, jobs: int = 1) -> None:
+    """Fill ``Site.verification`` for the migrated sites of changed files.
+
+    Needs ``original``/``migrated`` text (``keep_text``).  The verifier lives
+    in :mod:`migrator.verify`; when it is missing or fails, sites are marked
+    unverified rather than failing the run.
+    """
+    todo = [r for r in results if r.changed and r.original is not None and any(s.status != MANUAL for s in r.sites)]
+    if not todo:
+        return
+    for r in todo:
+        if is_notebook(r.path):
+            _mark(r, "notebooks are not verified")
+    todo = [r for r in todo if not is_notebook(r.path)]
+    if not todo:
+        return
+    try:
+        from migrator.verify import verify_files
+    except Exception as e:  # noqa: BLE001 - the verifier is optional
+        for r in todo:
+            _mark(r, f"verifier not available ({type(e).__name__})")
+        return
+    with tempfile.TemporaryDirectory(prefix="tfgradmigrate-verify-") as tmp:
+        pairs = []
+        for i, r in enumerate(todo):
+            base = os.path.basename(r.path)
+            orig = os.path.join(tmp, "original", str(i), base)
+            new = r.path if mode == WRITE else os.path.join(tmp, "migrated", str(i), base)
+            for dest, text in ((orig, r.original), (new, r.migrated)):
+                if dest != r.path:
+                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                    with open(dest, "w", encoding="utf-8") as fh:
+                        fh.write(text)
+            pairs.append((orig, new, r.sites))
+        try:
+            verdicts = verify_files(pairs, rtol=rtol, atol=atol, timeout=timeout, jobs=jobs)
+        except Exception as e:  # noqa: BLE001
+            for r in todo:
+                _mark(r, f"verifier failed: {type(e).__name__}: {e}")
+            return
+    for r, per_file in zip(todo, verdicts or []):
+        for site, verdict in zip(r.sites, per_file or []):
+            if isinstance(verdict, dict):
+                site.verification = verdict
+        _mark(r, "the verifier gave no verdict for this site")
+
+
+def _mark(result: FileResult, reason: str) -> None:
+    for s in result.sites:
+        if s.status != MANUAL and s.verification is None:
+            s.verification = {"status": "unverified", "reason": reason}
+
+
+FAILED_VERIFICATION = frozenset({"failed", "fail", "mismatch", "error"})
+
+
+def verification_failed(results: list[FileResult]) -> bool:
+    return any(
+        (s.verification or {}).get("status") in FAILED_VERIFICATION for r in results for s in r.sites
+    )
