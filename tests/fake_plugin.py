@@ -1,0 +1,56 @@
+"""A tiny test-only rewrite plugin, so CLI/file tests do not depend on the real ones.
+
+It rewrites ``tf.gradients(`` to ``tape_gradients(`` (a migrated TFG003 site)
+and reports a manual TFG128 site on any line holding ``MANUAL_SITE`` (left
+byte-identical).  ``installed()`` swaps it in for every registered plugin
+and restores the registry afterwards.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from migrator import _plugins
+from migrator.model import MANUAL, MIGRATED, TF_GRADIENTS, Site
+
+
+class FakeGradients(_plugins.Plugin):
+    name = "fake"
+    order = 1
+    triggers = (b"gradients", b"MANUAL_SITE")
+
+    def rewrite(self, module, ctx):
+        import libcst as cst
+
+        code = module.code
+        for n, line in enumerate(code.splitlines(), 1):
+            if "tf.gradients(" in line:
+                ctx.sites.append(Site(TF_GRADIENTS, "TFG003", ctx.original_line(n), line.index("tf.gradients(") + 1, MIGRATED))
+            if "MANUAL_SITE" in line:
+                ctx.sites.append(Site(TF_GRADIENTS, "TFG128", ctx.original_line(n), 1, MANUAL, "fake manual site"))
+        new = code.replace("tf.gradients(", "tape_gradients(")
+        return module if new == code else cst.parse_module(new)
+
+
+@contextlib.contextmanager
+def installed():
+    saved, loaded = list(_plugins._PLUGINS), _plugins._LOADED
+    _plugins._PLUGINS[:] = [FakeGradients()]
+    _plugins._LOADED = True
+    try:
+        yield
+    finally:
+        _plugins._PLUGINS[:] = saved
+        _plugins._LOADED = loaded
+
+
+def run_cli(*args: str):
+    """Run the CLI in this process (so the fake plugin is seen); returns click's Result."""
+    from click.testing import CliRunner
+
+    from migrator.cli import migrate_command
+
+    return CliRunner().invoke(migrate_command, [str(a) for a in args], catch_exceptions=False)
+
+
+SAMPLE = "import tensorflow as tf\n\nx = tf.constant(1.0)\ny = x * x\ng = tf.gradients(y, x)\n"
+MIGRATED = SAMPLE.replace("tf.gradients(", "tape_gradients(")
