@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 
 from migrator import _plugins
-from migrator.model import MANUAL, MIGRATED, TF_GRADIENTS, Site
+from migrator.model import MANUAL, TF_GRADIENTS, Site
+from migrator.model import MIGRATED as DONE
 
 
 class FakeGradients(_plugins.Plugin):
@@ -24,7 +25,7 @@ class FakeGradients(_plugins.Plugin):
         code = module.code
         for n, line in enumerate(code.splitlines(), 1):
             if "tf.gradients(" in line:
-                ctx.sites.append(Site(TF_GRADIENTS, "TFG003", ctx.original_line(n), line.index("tf.gradients(") + 1, MIGRATED))
+                ctx.sites.append(Site(TF_GRADIENTS, "TFG003", ctx.original_line(n), line.index("tf.gradients(") + 1, DONE))
             if "MANUAL_SITE" in line:
                 ctx.sites.append(Site(TF_GRADIENTS, "TFG128", ctx.original_line(n), 1, MANUAL, "fake manual site"))
         new = code.replace("tf.gradients(", "tape_gradients(")
