@@ -156,7 +156,8 @@ def unified_diff(r: FileResult) -> str:
     old = (r.original or "").splitlines(keepends=True)
     new = (r.migrated or "").splitlines(keepends=True)
     lines = []
-    for line in difflib.unified_diff(old, new, f"a/{r.path}", f"b/{r.path}"):
+    name = r.path.replace(os.sep, "/").lstrip("/")
+    for line in difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"):
         lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(lines)
 
