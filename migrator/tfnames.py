@@ -44,6 +44,19 @@ def normalize(name: str) -> Optional[str]:
     return name
 
 
+class QualifiedNames:
+    """``wrapper.resolve(QualifiedNameProvider)`` with its lazy values forced on access."""
+
+    def __init__(self, resolved):
+        self._resolved = resolved
+
+    def get(self, node, default=()):
+        value = self._resolved.get(node)
+        if value is None:
+            return default
+        return value() if callable(value) else value
+
+
 def tf_name(node: cst.CSTNode, wrapper_or_visitor) -> Optional[str]:
     """The normalised TF name of ``node`` (a Name/Attribute/Call's func), or None.
 
@@ -57,6 +70,8 @@ def tf_name(node: cst.CSTNode, wrapper_or_visitor) -> Optional[str]:
             names = wrapper_or_visitor.get_metadata(QualifiedNameProvider, node, set())
         else:
             names = wrapper_or_visitor.get(node, set())
+            if callable(names):  # a LazyValue from MetadataWrapper.resolve
+                names = names()
     except KeyError:
         return None
     for qn in names:

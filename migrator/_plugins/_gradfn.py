@@ -1,0 +1,261 @@
+"""Turn a ``RegisterGradient`` function into a plain helper with explicit parameters.
+
+A registered gradient is ``fn(op, *upstream)``; ``tf.custom_gradient`` has no
+``op``.  So ``op.inputs[i]`` becomes the i-th forward input, ``op.outputs[0]``
+the forward result, ``op.get_attr("T")`` the input's dtype and
+``op.get_attr(attr)`` the literal the forward call was given (or the op's
+default).  Anything else on ``op`` (``op.name``, ``op.node_def``, ...) has no
+TF2 equivalent, and the caller refuses the site.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import libcst as cst
+
+from migrator.naming import used_names
+
+
+class Unsupported(Exception):
+    """The gradient function uses ``op`` in a way custom_gradient cannot express."""
+
+
+@dataclass
+class OpUses:
+    """How a registered gradient function uses its ``op`` parameter."""
+
+    inputs: set[int] = field(default_factory=set)  # op.inputs[i]
+    all_inputs: bool = False  # op.inputs used as a whole
+    outputs: set[int] = field(default_factory=set)
+    all_outputs: bool = False
+    attrs: set[str] = field(default_factory=set)  # op.get_attr("...")
+    uses_type: bool = False
+
+
+def _int_index(node: cst.Subscript) -> Optional[int]:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.Integer):
+        return int(value.value)
+    return None
+
+
+def _is_op(node: cst.BaseExpression, op_name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == op_name
+
+
+def _attr_string(call: cst.Call) -> Optional[str]:
+    if len(call.args) == 1 and isinstance(call.args[0].value, cst.SimpleString):
+        return call.args[0].value.evaluated_value
+    return None
+
+
+def analyse_op_uses(fn: cst.FunctionDef) -> OpUses:
+    """Collect the uses of ``op`` in ``fn``; raise :class:`Unsupported` for the rest."""
+    params = fn.params.params
+    if not params:
+        raise Unsupported("the gradient function takes no `op` parameter")
+    op_name = params[0].name.value
+    uses = OpUses()
+
+    class _Scan(cst.CSTVisitor):
+        def visit_Subscript(self, node: cst.Subscript) -> Optional[bool]:
+            base = node.value
+            if isinstance(base, cst.Attribute) and _is_op(base.value, op_name):
+                idx = _int_index(node)
+                if idx is None:
+                    raise Unsupported(f"`{op_name}.{base.attr.value}[...]` with a non-literal index")
+                if base.attr.value == "inputs":
+                    uses.inputs.add(idx)
+                elif base.attr.value == "outputs":
+                    uses.outputs.add(idx)
+                else:
+                    raise Unsupported(f"`{op_name}.{base.attr.value}` has no TF2 equivalent")
+                return False
+            return True
+
+        def visit_Call(self, node: cst.Call) -> Optional[bool]:
+            f = node.func
+            if isinstance(f, cst.Attribute) and _is_op(f.value, op_name):
+                if f.attr.value != "get_attr":
+                    raise Unsupported(f"`{op_name}.{f.attr.value}()` has no TF2 equivalent")
+                attr = _attr_string(node)
+                if attr is None:
+                    raise Unsupported(f"`{op_name}.get_attr` with a non-literal name")
+                uses.attrs.add(attr)
+                return False
+            return True
+
+        def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+            if _is_op(node.value, op_name):
+                a = node.attr.value
+                if a == "inputs":
+                    uses.all_inputs = True
+                elif a == "outputs":
+                    uses.all_outputs = True
+                elif a == "type":
+                    uses.uses_type = True
+                else:
+                    raise Unsupported(f"`{op_name}.{a}` has no TF2 equivalent")
+                return False
+            return True
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == op_name:
+                raise Unsupported(f"`{op_name}` is used as a value, not only through .inputs/.outputs")
+
+    # The parameter list itself holds the name; scan the body only.
+    fn.body.visit(_Scan())
+    return uses
+
+
+@dataclass
+class HelperSpec:
+    """The converted helper: its new parameter list and how to call it."""
+
+    name: str
+    input_params: list[tuple[int, str]]  # (op input index, parameter name), used inputs only
+    output_param: Optional[str]  # parameter for the forward result, when op.outputs is used
+    upstream: list[cst.Param]  # the original upstream-gradient parameters
+    star_upstream: Optional[cst.ParamStar | cst.Param]
+    node: cst.FunctionDef  # the converted def (decorator removed)
+
+    @property
+    def takes_only_upstream(self) -> bool:
+        return not self.input_params and self.output_param is None
+
+
+def convert_gradient_function(
+    fn: cst.FunctionDef,
+    input_names: list[str],
+    op_type: str,
+    attr_value: Callable[[str], Optional[cst.BaseExpression]],
+    drop_decorator: Callable[[cst.Decorator], bool],
+    variadic: bool = False,
+) -> HelperSpec:
+    """Rewrite ``fn(op, *upstream)`` to ``fn(<used inputs>, [y], *upstream)``.
+
+    ``input_names`` are preferred parameter names for the op's inputs (from the
+    op table); ``attr_value(attr)`` gives the expression for ``op.get_attr``.
+    """
+    uses = analyse_op_uses(fn)
+    op_name = fn.params.params[0].name.value
+    taken = used_names(cst.Module(body=[fn]))
+    taken.discard(op_name)
+
+    def pick(base: str) -> str:
+        name, i = base, 1
+        while name in taken:
+            name = f"{base}_{i}"
+            i += 1
+        taken.add(name)
+        return name
+
+    if variadic:
+        return _convert_variadic(fn, uses, op_name, pick, drop_decorator)
+    n_inputs = len(input_names)
+    used_inputs = set(uses.inputs)
+    if uses.all_inputs:
+        used_inputs |= set(range(n_inputs))
+    if any(i >= n_inputs for i in used_inputs):
+        raise Unsupported(f"`{op_name}.inputs[{max(used_inputs)}]` but {op_type} has {n_inputs} input(s)")
+    input_params = [(i, pick(input_names[i])) for i in sorted(used_inputs)]
+    by_index = dict(input_params)
+    output_param = pick("y") if (uses.outputs or uses.all_outputs) else None
+    if uses.outputs and max(uses.outputs) > 0:
+        raise Unsupported(f"`{op_name}.outputs[{max(uses.outputs)}]` of a multi-output op")
+    attr_exprs: dict[str, cst.BaseExpression] = {}
+    for attr in uses.attrs:
+        if attr == "T" and n_inputs:
+            if 0 not in by_index:
+                by_index[0] = pick(input_names[0])
+                input_params = sorted(by_index.items())
+            attr_exprs[attr] = cst.Attribute(cst.Name(by_index[0]), cst.Name("dtype"))
+            continue
+        expr = attr_value(attr)
+        if expr is None:
+            raise Unsupported(f"`{op_name}.get_attr({attr!r})` is neither a literal argument nor an op default")
+        attr_exprs[attr] = expr
+
+    class _Replace(cst.CSTTransformer):
+        def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+            base = original.value
+            if isinstance(base, cst.Attribute) and _is_op(base.value, op_name):
+                idx = _int_index(original)
+                if base.attr.value == "inputs":
+                    return cst.Name(by_index[idx])
+                return cst.Name(output_param)
+            return updated
+
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            f = original.func
+            if isinstance(f, cst.Attribute) and _is_op(f.value, op_name):
+                return attr_exprs[_attr_string(original)]
+            return updated
+
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+            if _is_op(original.value, op_name):
+                a = original.attr.value
+                if a == "inputs":
+                    return cst.List([cst.Element(cst.Name(by_index[i])) for i in range(n_inputs)])
+                if a == "outputs":
+                    return cst.List([cst.Element(cst.Name(output_param))])
+                if a == "type":
+                    return cst.SimpleString(repr(op_type))
+            return updated
+
+    body = fn.body.visit(_Replace())
+    upstream = list(fn.params.params[1:])
+    new_params = [cst.Param(cst.Name(n)) for _, n in input_params]
+    if output_param:
+        new_params.append(cst.Param(cst.Name(output_param)))
+    return _finish(fn, body, new_params + upstream, input_params, output_param, drop_decorator)
+
+
+def _finish(fn, body, params_list, input_params, output_param, drop_decorator) -> HelperSpec:
+    params = fn.params.with_changes(params=params_list)
+    upstream = list(fn.params.params[1:])
+    decorators = [d for d in fn.decorators if not drop_decorator(d)]
+    leading, after = tuple(fn.leading_lines), tuple(fn.lines_after_decorators)
+    if not decorators:  # keep comments that sat between the decorator and the def
+        leading, after = leading + after, ()
+    new_fn = fn.with_changes(
+        body=body, params=params, decorators=decorators, leading_lines=leading, lines_after_decorators=after
+    )
+    return HelperSpec(
+        name=fn.name.value,
+        input_params=input_params,
+        output_param=output_param,
+        upstream=upstream,
+        star_upstream=fn.params.star_arg if isinstance(fn.params.star_arg, cst.Param) else None,
+        node=new_fn,
+    )
+
+
+def upstream_names(spec: HelperSpec) -> tuple[list[str], Optional[str]]:
+    """Names of the upstream-gradient parameters (plain ones, and the *star one)."""
+    plain = [p.name.value for p in spec.upstream]
+    star = spec.star_upstream.name.value if spec.star_upstream is not None else None
+    return plain, star
+
+
+def _convert_variadic(fn, uses: OpUses, op_name: str, pick, drop_decorator) -> HelperSpec:
+    """py_func with a list of inputs: ``op.inputs[i]`` -> ``inputs[i]``, ``op.outputs[j]`` -> ``outputs[j]``."""
+    if uses.attrs or uses.uses_type:
+        raise Unsupported(f"`{op_name}.get_attr`/`{op_name}.type` on a py_func gradient")
+    inputs = pick("inputs")
+    outputs = pick("outputs") if (uses.outputs or uses.all_outputs) else None
+
+    class _Replace(cst.CSTTransformer):
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+            if _is_op(original.value, op_name):
+                return cst.Name(inputs if original.attr.value == "inputs" else outputs)
+            return updated
+
+    body = fn.body.visit(_Replace())
+    upstream = list(fn.params.params[1:])
+    new_params = [cst.Param(cst.Name(inputs))] + ([cst.Param(cst.Name(outputs))] if outputs else [])
+    spec = _finish(fn, body, new_params + upstream, [(0, inputs)], outputs, drop_decorator)
+    return spec

@@ -1,0 +1,264 @@
+"""Apply an :class:`OverridePlan`: replace ops, dissolve blocks, insert wrappers, clean up."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence, Union
+
+import libcst as cst
+
+from migrator._plugins._override_analysis import OverridePlan
+
+_Stmt = Union[cst.BaseStatement, cst.BaseSmallStatement]
+
+
+def _parse_stmt(source: str, module: cst.Module) -> cst.BaseStatement:
+    return cst.parse_statement(source, config=module.config_for_parsing)
+
+
+def _blank() -> cst.EmptyLine:
+    return cst.EmptyLine()
+
+
+def _comments_only(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    return [ln for ln in lines if ln.comment is not None]
+
+
+class _Apply(cst.CSTTransformer):
+    def __init__(self, plan: OverridePlan, module: cst.Module):
+        self.plan = plan
+        self.module = module
+        self.depth = 0
+
+    # -- expressions ---------------------------------------------------------
+    def _replacement(self, original, updated):
+        name, cand = self.plan.replace[original]
+        if isinstance(updated, cst.Call):
+            if cand.variadic:
+                arg = next(a for a in updated.args if a.value is not None and _same(a, original, cand))
+                args = [cst.Arg(arg.value, star="*")]
+            else:
+                exprs = _input_exprs(original, updated, cand)
+                args = [cst.Arg(e) for e in exprs]
+        elif isinstance(updated, cst.BinaryOperation):
+            args = [cst.Arg(updated.left), cst.Arg(updated.right)]
+        else:
+            args = [cst.Arg(updated.expression)]
+        return cst.Call(cst.Name(name), args, lpar=updated.lpar, rpar=updated.rpar)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if original in self.plan.replace:
+            return self._replacement(original, updated)
+        return updated
+
+    def leave_BinaryOperation(self, original, updated):
+        if original in self.plan.replace:
+            return self._replacement(original, updated)
+        return updated
+
+    def leave_UnaryOperation(self, original, updated):
+        if original in self.plan.replace:
+            return self._replacement(original, updated)
+        return updated
+
+    # -- helpers -------------------------------------------------------------
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        if original in self.plan.helpers:
+            new = self.plan.helpers[original]
+            if new is None:
+                return cst.RemoveFromParent()
+            # keep body edits made inside (none expected), but use the converted signature
+            return new
+        return updated
+
+    # -- statement lists -----------------------------------------------------
+    def _rebuild(self, originals: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode]) -> list:
+        out: list = []
+        carry: list[cst.EmptyLine] = []  # comment lines of removed statements
+        for orig, upd in zip(originals, updated):
+            if isinstance(upd, cst.RemovalSentinel):
+                continue
+            if orig in self.plan.remove:
+                carry += _comments_only(getattr(upd, "leading_lines", ()))
+                continue
+            before = [_parse_stmt(src, self.module) for src in self.plan.insert_before.get(orig, ())]
+            if orig in self.plan.dissolve:
+                pieces = self._dissolve(upd)
+            else:
+                pieces = [upd]
+            if before:
+                first = pieces[0]
+                lead = list(first.leading_lines)
+                before[0] = before[0].with_changes(leading_lines=lead)
+                for i in range(1, len(before)):
+                    before[i] = before[i].with_changes(leading_lines=[_blank()])
+                gap = [_blank(), _blank()] if self.depth == 0 else [_blank()]
+                pieces[0] = first.with_changes(leading_lines=gap)
+                pieces = before + pieces
+            if carry:
+                pieces[0] = pieces[0].with_changes(leading_lines=list(pieces[0].leading_lines) + carry)
+                carry = []
+            out += pieces
+            after = self.plan.insert_after.get(orig, ())
+            gap = [_blank(), _blank()] if self.depth == 0 else [_blank()]
+            out += [_parse_stmt(src, self.module).with_changes(leading_lines=gap) for src in after]
+        return out
+
+    def _dissolve(self, with_node: cst.With) -> list:
+        body = with_node.body
+        if isinstance(body, cst.SimpleStatementSuite):
+            stmts = [cst.SimpleStatementLine(body=body.body)]
+            header_comment = body.trailing_whitespace.comment
+        else:
+            stmts = list(body.body)
+            header_comment = body.header.comment
+        extra = [cst.EmptyLine(comment=header_comment)] if header_comment is not None else []
+        first = stmts[0]
+        stmts[0] = first.with_changes(leading_lines=list(with_node.leading_lines) + extra + list(first.leading_lines))
+        if isinstance(body, cst.IndentedBlock) and body.footer:
+            self._footer = list(body.footer)
+        return stmts
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.depth += 1
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock):
+        self.depth -= 1
+        body = self._rebuild(original.body, updated.body)
+        if not body:
+            body = [cst.SimpleStatementLine([cst.Pass()])]
+        return updated.with_changes(body=body)
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        return updated.with_changes(body=self._rebuild(original.body, updated.body))
+
+
+def _same(arg: cst.Arg, original: cst.Call, cand) -> bool:
+    return True
+
+
+def _input_exprs(original: cst.Call, updated: cst.Call, cand) -> list[cst.BaseExpression]:
+    """The (already transformed) argument expressions that feed the op inputs."""
+    # positions of input expressions in the original call
+    out = []
+    for expr in cand.input_exprs:
+        for o_arg, u_arg in zip(original.args, updated.args):
+            if o_arg.value is expr:
+                out.append(u_arg.value)
+                break
+            if isinstance(o_arg.value, (cst.List, cst.Tuple)):
+                for o_el, u_el in zip(o_arg.value.elements, u_arg.value.elements):
+                    if o_el.value is expr:
+                        out.append(u_el.value)
+                        break
+                else:
+                    continue
+                break
+        else:
+            raise AssertionError("input expression not found in its call")
+    return out
+
+
+# ---------------------------------------------------------------- cleanup ---
+
+
+def _name_counts(module: cst.Module) -> Counter:
+    counts: Counter = Counter()
+
+    class _Count(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            counts[node.value] += 1
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            counts["." + node.attr.value] += 1
+
+    module.visit(_Count())
+    return counts
+
+
+class _Cleanup(cst.CSTTransformer):
+    """Drop assignments and tensorflow imports that the rewrite made dead."""
+
+    def __init__(self, dead_names: set[str], dead_imports: set[str]):
+        self.dead_names = dead_names
+        self.dead_imports = dead_imports
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(updated.body) == 1 and isinstance(updated.body[0], cst.Assign):
+            assign = updated.body[0]
+            if len(assign.targets) == 1:
+                from migrator.tfnames import dotted
+
+                key = dotted(assign.targets[0].target)
+                if key in self.dead_names:
+                    return cst.RemoveFromParent()
+        if len(updated.body) == 1 and isinstance(updated.body[0], cst.ImportFrom):
+            imp = updated.body[0]
+            if isinstance(imp.names, cst.ImportStar):
+                return updated
+            keep = [a for a in imp.names if (a.asname.name.value if a.asname else a.name.value) not in self.dead_imports]
+            if not keep:
+                return cst.RemoveFromParent()
+            if len(keep) != len(imp.names):
+                keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                return updated.with_changes(body=[imp.with_changes(names=keep)])
+        return updated
+
+
+def _dead(module: cst.Module, plan: OverridePlan) -> tuple[set[str], set[str]]:
+    counts = _name_counts(module)
+    dead = set()
+    for key in plan.maybe_dead:
+        if "." in key:
+            attr = "." + key.rsplit(".", 1)[1]
+            if counts[attr] <= 1:
+                dead.add(key)
+        elif counts[key] <= 1:
+            dead.add(key)
+    imports = set()
+    for alias in plan.maybe_dead_imports:
+        if counts[alias] == 1:  # only the import itself
+            imports.add(alias)
+    return dead, imports
+
+
+def _tensorflow_from_imports(module: cst.Module) -> set[str]:
+    names = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                    from migrator.tfnames import dotted
+
+                    mod = dotted(small.module) if small.module else ""
+                    if mod and mod.startswith("tensorflow"):
+                        for a in small.names:
+                            names.add(a.asname.name.value if a.asname else a.name.value)
+    return names
+
+
+def _add_tf_import(module: cst.Module, alias: str) -> cst.Module:
+    body = list(module.body)
+    last_import = -1
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+        ):
+            last_import = i
+    new = cst.parse_statement(f"import tensorflow as {alias}\n")
+    body.insert(last_import + 1, new)
+    return module.with_changes(body=body)
+
+
+def apply_plan(module: cst.Module, plan: OverridePlan) -> cst.Module:
+    new = module.visit(_Apply(plan, module))
+    plan.maybe_dead_imports &= _tensorflow_from_imports(new)
+    for _ in range(2):  # removing `rnd_name = ...` may make nothing else dead; two rounds suffice
+        dead, imports = _dead(new, plan)
+        if not dead and not imports:
+            break
+        new = new.visit(_Cleanup(dead, imports))
+        plan.maybe_dead -= dead
+        plan.maybe_dead_imports -= imports
+    if plan.add_tf_import:
+        new = _add_tf_import(new, plan.tf_alias)
+    return new
