@@ -6,13 +6,22 @@ import re
 import libcst as cst
 
 
-def used_names(module: cst.Module) -> set[str]:
-    """Every identifier that appears anywhere in the module (cheap, conservative)."""
+def used_names(module: cst.Module, attributes: bool = True) -> set[str]:
+    """Every identifier that appears anywhere in the module (cheap, conservative).
+
+    With ``attributes=False`` the ``attr`` of ``x.attr`` does not count.
+    """
     names: set[str] = set()
 
     class _Collect(cst.CSTVisitor):
         def visit_Name(self, node: cst.Name) -> None:
             names.add(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            if not attributes:
+                node.value.visit(self)
+                return False
+            return True
 
     module.visit(_Collect())
     return names

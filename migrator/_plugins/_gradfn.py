@@ -134,6 +134,7 @@ def convert_gradient_function(
     attr_value: Callable[[str], Optional[cst.BaseExpression]],
     drop_decorator: Callable[[cst.Decorator], bool],
     variadic: bool = False,
+    force_outputs: bool = False,
 ) -> HelperSpec:
     """Rewrite ``fn(op, *upstream)`` to ``fn(<used inputs>, [y], *upstream)``.
 
@@ -142,7 +143,7 @@ def convert_gradient_function(
     """
     uses = analyse_op_uses(fn)
     op_name = fn.params.params[0].name.value
-    taken = used_names(cst.Module(body=[fn]))
+    taken = used_names(cst.Module(body=[fn]), attributes=False)
     taken.discard(op_name)
 
     def pick(base: str) -> str:
@@ -154,7 +155,7 @@ def convert_gradient_function(
         return name
 
     if variadic:
-        return _convert_variadic(fn, uses, op_name, pick, drop_decorator)
+        return _convert_variadic(fn, uses, op_name, pick, drop_decorator, force_outputs)
     n_inputs = len(input_names)
     used_inputs = set(uses.inputs)
     if uses.all_inputs:
@@ -241,12 +242,12 @@ def upstream_names(spec: HelperSpec) -> tuple[list[str], Optional[str]]:
     return plain, star
 
 
-def _convert_variadic(fn, uses: OpUses, op_name: str, pick, drop_decorator) -> HelperSpec:
+def _convert_variadic(fn, uses: OpUses, op_name: str, pick, drop_decorator, force_outputs=False) -> HelperSpec:
     """py_func with a list of inputs: ``op.inputs[i]`` -> ``inputs[i]``, ``op.outputs[j]`` -> ``outputs[j]``."""
     if uses.attrs or uses.uses_type:
         raise Unsupported(f"`{op_name}.get_attr`/`{op_name}.type` on a py_func gradient")
     inputs = pick("inputs")
-    outputs = pick("outputs") if (uses.outputs or uses.all_outputs) else None
+    outputs = pick("outputs") if (uses.outputs or uses.all_outputs or force_outputs) else None
 
     class _Replace(cst.CSTTransformer):
         def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:

@@ -16,11 +16,29 @@ def _parse_stmt(source: str, module: cst.Module) -> cst.BaseStatement:
 
 
 def _blank() -> cst.EmptyLine:
-    return cst.EmptyLine()
+    return cst.EmptyLine(indent=False)
 
 
-def _comments_only(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
-    return [ln for ln in lines if ln.comment is not None]
+def _merge_blanks(removed: Sequence[cst.EmptyLine], following: Sequence[cst.EmptyLine], first: bool) -> list:
+    """Leading lines for the statement after a removed one.
+
+    The removed statement's own comments go with it; its blank lines separate
+    what remains, without ever growing a gap (and none at the top of a block).
+    """
+    def run(lines):
+        n = 0
+        for ln in lines:
+            n = n + 1 if ln.comment is None else 0
+        return n
+
+    lead_blanks = 0
+    for ln in following:
+        if ln.comment is not None:
+            break
+        lead_blanks += 1
+    rest = list(following)[lead_blanks:]
+    want = 0 if first else max(run(removed), lead_blanks)
+    return [cst.EmptyLine(indent=False)] * want + rest
 
 
 class _Apply(cst.CSTTransformer):
@@ -34,8 +52,8 @@ class _Apply(cst.CSTTransformer):
         name, cand = self.plan.replace[original]
         if isinstance(updated, cst.Call):
             if cand.variadic:
-                arg = next(a for a in updated.args if a.value is not None and _same(a, original, cand))
-                args = [cst.Arg(arg.value, star="*")]
+                (inp,) = _input_exprs(original, updated, cand)
+                args = [cst.Arg(inp, star="*")]
             else:
                 exprs = _input_exprs(original, updated, cand)
                 args = [cst.Arg(e) for e in exprs]
@@ -73,12 +91,12 @@ class _Apply(cst.CSTTransformer):
     # -- statement lists -----------------------------------------------------
     def _rebuild(self, originals: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode]) -> list:
         out: list = []
-        carry: list[cst.EmptyLine] = []  # comment lines of removed statements
+        carry: list[cst.EmptyLine] = []  # blank lines of removed statements
         for orig, upd in zip(originals, updated):
             if isinstance(upd, cst.RemovalSentinel):
                 continue
             if orig in self.plan.remove:
-                carry += _comments_only(getattr(upd, "leading_lines", ()))
+                carry = _merge_blanks(carry, getattr(upd, "leading_lines", ()), first=not out)
                 continue
             before = [_parse_stmt(src, self.module) for src in self.plan.insert_before.get(orig, ())]
             if orig in self.plan.dissolve:
@@ -94,8 +112,9 @@ class _Apply(cst.CSTTransformer):
                 gap = [_blank(), _blank()] if self.depth == 0 else [_blank()]
                 pieces[0] = first.with_changes(leading_lines=gap)
                 pieces = before + pieces
-            if carry:
-                pieces[0] = pieces[0].with_changes(leading_lines=list(pieces[0].leading_lines) + carry)
+            if carry or not out:
+                merged = _merge_blanks(carry, pieces[0].leading_lines, first=not out)
+                pieces[0] = pieces[0].with_changes(leading_lines=merged)
                 carry = []
             out += pieces
             after = self.plan.insert_after.get(orig, ())
@@ -130,10 +149,6 @@ class _Apply(cst.CSTTransformer):
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         return updated.with_changes(body=self._rebuild(original.body, updated.body))
-
-
-def _same(arg: cst.Arg, original: cst.Call, cand) -> bool:
-    return True
 
 
 def _input_exprs(original: cst.Call, updated: cst.Call, cand) -> list[cst.BaseExpression]:
@@ -182,26 +197,52 @@ class _Cleanup(cst.CSTTransformer):
         self.dead_names = dead_names
         self.dead_imports = dead_imports
 
-    def leave_SimpleStatementLine(self, original, updated):
-        if len(updated.body) == 1 and isinstance(updated.body[0], cst.Assign):
-            assign = updated.body[0]
-            if len(assign.targets) == 1:
-                from migrator.tfnames import dotted
+    def _is_dead(self, stmt) -> bool:
+        from migrator.tfnames import dotted
 
-                key = dotted(assign.targets[0].target)
-                if key in self.dead_names:
-                    return cst.RemoveFromParent()
-        if len(updated.body) == 1 and isinstance(updated.body[0], cst.ImportFrom):
-            imp = updated.body[0]
-            if isinstance(imp.names, cst.ImportStar):
-                return updated
-            keep = [a for a in imp.names if (a.asname.name.value if a.asname else a.name.value) not in self.dead_imports]
-            if not keep:
-                return cst.RemoveFromParent()
-            if len(keep) != len(imp.names):
-                keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                return updated.with_changes(body=[imp.with_changes(names=keep)])
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return False
+        small = stmt.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            return dotted(small.targets[0].target) in self.dead_names
+        if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+            return all(self._alias(a) in self.dead_imports for a in small.names)
+        return False
+
+    @staticmethod
+    def _alias(a: cst.ImportAlias) -> str:
+        return a.asname.name.value if a.asname else a.name.value
+
+    def _rebuild(self, body: Sequence) -> list:
+        out: list = []
+        carry: list = []
+        removed_any = False
+        for stmt in body:
+            if self._is_dead(stmt):
+                carry = _merge_blanks(carry, stmt.leading_lines, first=not out)
+                removed_any = True
+                continue
+            if removed_any and (carry or not out):
+                stmt = stmt.with_changes(leading_lines=_merge_blanks(carry, stmt.leading_lines, first=not out))
+                carry, removed_any = [], False
+            out.append(stmt)
+        return out
+
+    def leave_ImportFrom(self, original, updated):
+        if isinstance(updated.names, cst.ImportStar):
+            return updated
+        keep = [a for a in updated.names if self._alias(a) not in self.dead_imports]
+        if keep and len(keep) != len(updated.names):
+            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(names=keep)
         return updated
+
+    def leave_IndentedBlock(self, original, updated):
+        body = self._rebuild(updated.body) or [cst.SimpleStatementLine([cst.Pass()])]
+        return updated.with_changes(body=body)
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(body=self._rebuild(updated.body))
 
 
 def _dead(module: cst.Module, plan: OverridePlan) -> tuple[set[str], set[str]]:

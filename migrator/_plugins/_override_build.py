@@ -166,6 +166,8 @@ def build_plan(p: _Planner) -> OverridePlan:
             plan.remove.add(reg.stmt)
         if reg.key[0] == "name":
             plan.maybe_dead.add(reg.key[2])
+        if reg.fn is None and spec is not None:
+            p.plan.maybe_dead.add(reg.key[2]) if reg.key[0] == "name" else None
         if reg.fn is not None:
             if spec is not None:
                 plan.helpers[reg.fn] = spec.node
@@ -173,11 +175,15 @@ def build_plan(p: _Planner) -> OverridePlan:
                 # registered but no op uses it any more (dead key): drop the function if nothing calls it
                 plan.helpers[reg.fn] = None  # type: ignore[assignment]
         label = reg.key[1] if reg.key[0] == "lit" else f"`{reg.key[2]}`"
-        fn_name = reg.fn.name.value if reg.fn is not None else reg.fn_param
+        if reg.fn is not None:
+            what = f"`{reg.fn.name.value}` is now a plain gradient helper"
+        else:
+            passed = sorted(d.name.value for d in p.plan.helpers if d is not None and d is not reg.fn)
+            what = f"the functions passed as `{reg.fn_param}` ({', '.join(passed)}) now take (inputs, *grads)"
         p.sites.append(
             Site(REGISTER_GRADIENT, "TFG002", reg.line, 1, MIGRATED,
-                 f"RegisterGradient({label}) removed; `{fn_name}` is now a plain gradient helper"
-                 if spec is not None else f"RegisterGradient({label}) removed: no op used it")
+                 f"RegisterGradient({label}) removed; {what}" if spec is not None
+                 else f"RegisterGradient({label}) removed: no op used it")
         )
     for b, e in refused.items():
         advice = codes.advice(e.code)
@@ -203,6 +209,9 @@ def _convert_helpers(p: _Planner, res: _BlockResult, helpers: dict, regs_by_id: 
         if rid in helpers:
             continue
         reg = regs_by_id[rid]
+        if reg.fn is None and reg.fn_param is not None:
+            helpers[rid] = _convert_passed_functions(p, reg, cands)
+            continue
         if reg.fn is None:
             raise Refuse("TFG109", "the gradient function is passed as a value the migrator cannot follow")
         arities = {len(c.input_names) for c in cands}
@@ -251,7 +260,10 @@ def _wrapper_name(p: _Planner, c: Candidate, target) -> str:
             "Sign": "zero_gradient",
         }.get(target, "without_gradient")
         return f"{op}_{suffix}"
-    label = target.key[1] if target.key[0] == "lit" else target.fn.name.value if target.fn else target.key[2]
+    if target.key[0] == "lit":
+        label = target.key[1]
+    else:
+        label = target.fn.name.value if target.fn is not None else target.fn_param or target.key[2]
     return f"{op}_with_{snake(label)}"
 
 
@@ -290,7 +302,9 @@ def _plan_block(p: _Planner, block: Block, res: _BlockResult, helpers: dict, wra
     for c in res.candidates:
         target = res.targets[id(c)]
         spec = helpers.get(id(target)) if not isinstance(target, str) else None
-        params = ["*inputs"] if c.variadic else list(c.input_names)
+        params = ["*inputs"] if c.variadic else _param_names(c.input_names)
+        if params != c.input_names and c.forward is not None and not c.variadic:
+            c.forward = _rename_forward(c.forward, c.input_names, params)
         needs_out = bool(spec and spec.output_param)
         out = "y" if "y" not in params else "y_out"
         forward_code = _code(c.forward) if c.forward is not None else _operator_forward(c, params)
@@ -303,7 +317,8 @@ def _plan_block(p: _Planner, block: Block, res: _BlockResult, helpers: dict, wra
             wrappers[key] = name
             grad = _grad_code(c, target, spec, [x.lstrip("*") for x in params], out, plan.tf_alias)
             lines = [f"@{plan.tf_alias}.custom_gradient", f"def {name}({', '.join(params)}):"]
-            if needs_out:
+            one_line = f"{indent}return {forward_code}, {grad}"
+            if needs_out or len(one_line) + len(indent) * _depth(p, c) > 88:
                 lines += [f"{indent}{out} = {forward_code}", f"{indent}return {out}, {grad}"]
             else:
                 lines += [f"{indent}return {forward_code}, {grad}"]
@@ -364,3 +379,93 @@ def _top_statement(p: _Planner, block: Block) -> cst.CSTNode:
         if pos.start.line <= line <= pos.end.line:
             return stmt
     return p.module.body[0]
+
+
+def _convert_passed_functions(p: _Planner, reg: Registration, cands: list[Candidate]) -> HelperSpec:
+    """``RegisterGradient(name)(grad)`` where ``grad`` is a parameter (the py_func recipe).
+
+    Every call of the enclosing function in this module must pass a module-level
+    def for ``grad``; each of those defs is converted to ``grad(inputs, [outputs,] *grads)``.
+    """
+    fn = reg.scope.node
+    param = reg.fn_param
+    if not isinstance(fn, cst.FunctionDef):
+        raise Refuse("TFG109", f"`{param}` is registered outside a function")
+    names = [x.name.value for x in fn.params.params]
+    idx = names.index(param) if param in names else None
+    calls = p.col.calls_by_name.get(fn.name.value, [])
+    if not calls:
+        raise Refuse("TFG109", f"`{fn.name.value}` is never called in this file, so the gradient passed as `{param}` is unknown")
+    defs: list[cst.FunctionDef] = []
+    for call, scope in calls:
+        given = None
+        for i, a in enumerate(call.args):
+            if (a.keyword is not None and a.keyword.value == param) or (a.keyword is None and i == idx and not a.star):
+                given = a.value
+        if not isinstance(given, cst.Name):
+            raise Refuse("TFG109", f"a call of `{fn.name.value}` passes no function name for `{param}`")
+        d = p.col.module_scope.defs.get(given.value)
+        if not isinstance(d, cst.FunctionDef):
+            raise Refuse("TFG109", f"`{given.value}` passed as `{param}` is not a module-level def")
+        if d not in defs:
+            defs.append(d)
+    if not all(c.variadic for c in cands):
+        raise Refuse("TFG109", "a gradient passed as a value must serve a py_func with a list of inputs")
+    from migrator._plugins._gradfn import analyse_op_uses
+
+    try:
+        uses = [analyse_op_uses(d) for d in defs]
+    except Unsupported as e:
+        raise Refuse("TFG105", str(e)) from None
+    want_outputs = any(u.outputs or u.all_outputs for u in uses)
+    for d in defs:
+        try:
+            spec = convert_gradient_function(
+                d, ["inputs"], cands[0].op_type, lambda attr: None, drop_decorator=lambda _d: False,
+                variadic=True, force_outputs=want_outputs,
+            )
+        except Unsupported as e:
+            raise Refuse("TFG105", f"`{d.name.value}`: {e}") from None
+        p.plan.helpers[d] = spec.node
+    return HelperSpec(
+        name=param,
+        input_params=[(0, "inputs")],
+        output_param="outputs" if want_outputs else None,
+        upstream=[],
+        star_upstream=cst.Param(cst.Name("grads")),
+        node=fn,
+    )
+
+
+def _param_names(names: list[str]) -> list[str]:
+    """Wrapper parameters: the op's input names, but never shadowing a builtin (`input`)."""
+    import builtins
+
+    out = []
+    for n in names:
+        base = "x" if hasattr(builtins, n) else n
+        cand, i = base, 1
+        while cand in out:
+            cand, i = f"{base}{i}", i + 1
+        out.append(cand)
+    return out
+
+
+def _rename_forward(forward: cst.BaseExpression, old: list[str], new: list[str]) -> cst.BaseExpression:
+    mapping = dict(zip(old, new))
+
+    class _R(cst.CSTTransformer):
+        def leave_Arg(self, original, updated):
+            if isinstance(updated.value, cst.Name) and updated.value.value in mapping:
+                return updated.with_changes(value=cst.Name(mapping[updated.value.value]))
+            return updated
+
+    return forward.visit(_R())
+
+
+def _depth(p: _Planner, c: Candidate) -> int:
+    """Indentation depth of a nested wrapper (0 for module level), for the line-length check."""
+    pos = p.col.positions.get(c.stmt) if hasattr(p.col.positions, "get") else None
+    if pos is None:
+        return 0
+    return pos.start.column // max(1, len(p.module.default_indent))
