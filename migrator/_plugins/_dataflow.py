@@ -1,0 +1,213 @@
+"""Statement-level data flow for the tape rewrite: what a statement reads and writes.
+
+Keys are dotted names (``x``, ``self.h``).  Everything here over-approximates:
+a larger backward slice only makes a tape record more, never less.
+"""
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from migrator.tfnames import dotted
+
+BUILTINS = frozenset(dir(builtins))
+
+#: compound statements whose bodies run in the same scope
+COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)
+SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+@dataclass
+class Effects:
+    reads: set[str] = field(default_factory=set)
+    writes: set[str] = field(default_factory=set)
+    #: keys bound by plain assignment-like statements (not def/class/import)
+    assigns: set[str] = field(default_factory=set)
+
+
+def touches(writes: set[str], keys: set[str]) -> bool:
+    """Whether writing ``writes`` may change the value of one of ``keys``."""
+    for w in writes:
+        for k in keys:
+            if w == k or k.startswith(w + ".") or w.startswith(k + "."):
+                return True
+    return False
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.fx = Effects()
+        self.depth = 0  # >0 inside a nested def/class/lambda: its bindings are not ours
+
+    # -- writes ---------------------------------------------------------
+    def _target(self, node: cst.BaseExpression, plain: bool = True) -> None:
+        if isinstance(node, (cst.Tuple, cst.List)):
+            for el in node.elements:
+                self._target(el.value, plain)
+            return
+        if isinstance(node, cst.StarredElement):
+            self._target(node.value, plain)
+            return
+        key = dotted(node)
+        if key is not None:
+            self._write(key, plain)
+            if isinstance(node, cst.Attribute):
+                base = dotted(node.value)
+                if base is None:
+                    node.value.visit(self)
+            return
+        if isinstance(node, cst.Subscript):
+            base = dotted(node.value)
+            if base is not None:
+                self._write(base, plain)  # x[i] = v mutates x
+            else:
+                node.value.visit(self)
+            for el in node.slice:
+                el.visit(self)
+            return
+        if isinstance(node, cst.Attribute):
+            node.value.visit(self)
+            return
+        node.visit(self)
+
+    def _write(self, key: str, plain: bool) -> None:
+        if self.depth:
+            return
+        self.fx.writes.add(key)
+        if plain:
+            self.fx.assigns.add(key)
+
+    # -- statements -----------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        node.value.visit(self)
+        for t in node.targets:
+            self._target(t.target)
+        return False
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        node.value.visit(self)
+        node.target.visit(self)  # also a read
+        self._target(node.target)
+        return False
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        if node.value is not None:
+            node.value.visit(self)
+            self._target(node.target)
+        return False
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> bool:
+        node.value.visit(self)
+        self._target(node.target)
+        return False
+
+    def visit_For(self, node: cst.For) -> bool:
+        node.iter.visit(self)
+        self._target(node.target)
+        node.body.visit(self)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+    def visit_WithItem(self, node: cst.WithItem) -> bool:
+        node.item.visit(self)
+        if node.asname is not None:
+            self._target(node.asname.name)
+        return False
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> bool:
+        if node.type is not None:
+            node.type.visit(self)
+        if node.name is not None:
+            self._target(node.name.name)
+        node.body.visit(self)
+        return False
+
+    def visit_Del(self, node: cst.Del) -> bool:
+        self._target(node.target)
+        return False
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for a in node.names:
+            self._write(a.evaluated_alias or a.evaluated_name.split(".")[0], False)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if not isinstance(node.names, cst.ImportStar):
+            for a in node.names:
+                self._write(a.evaluated_alias or a.evaluated_name, False)
+        return False
+
+    def visit_Global(self, node: cst.Global) -> bool:
+        return False
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> bool:
+        return False
+
+    def visit_Expr(self, node: cst.Expr) -> bool:
+        # ``x.append(v)`` / ``self.layers.extend(...)``: a method call may mutate its object
+        value = node.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            base = dotted(value.func.value)
+            if base is not None:
+                self._write(base, True)
+        return True
+
+    # -- scopes: their names are bound here, their bodies read at call time --
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._write(node.name.value, False)
+        self.depth += 1
+        return True
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._write(node.name.value, False)
+        self.depth += 1
+        return True
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.depth -= 1
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self.depth += 1
+        return True
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self.depth -= 1
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        if node.default is not None:
+            node.default.visit(self)
+        return False
+
+    # -- reads ----------------------------------------------------------
+    def visit_Name(self, node: cst.Name) -> bool:
+        self.fx.reads.add(node.value)
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        key = dotted(node)
+        if key is not None:
+            self.fx.reads.add(key)
+        else:
+            node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
+def effects(node: cst.CSTNode) -> Effects:
+    """Reads and writes of one statement (or expression)."""
+    c = _Collector()
+    node.visit(c)
+    return c.fx
+
+
+def is_compound(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, COMPOUND)
