@@ -26,7 +26,7 @@ _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "op_typ
 
 __all__ = [
     "function_info", "op_types", "operator_info", "op_default", "arity",
-    "tf_version", "all_op_types", "functions_creating", "possible_op_types", "table",
+    "tf_version", "all_op_types", "functions_creating", "possible_op_types", "makes_no_ops", "table",
 ]
 
 
@@ -89,6 +89,19 @@ def possible_op_types(name: str) -> Optional[List[str]]:
         for ops in sub.get("arg_variants", {}).values():
             found.update(op["type"] for op in ops)
     return sorted(found)
+
+
+def makes_no_ops(name: str) -> bool:
+    """True for functions whose traced call (with Python-constant arguments)
+    made only constants/placeholders, e.g. ``tf.zeros([2, 2])``, ``tf.no_op``.
+    With tensor arguments some of them do make ops (``tf.zeros(tf.shape(x))``
+    makes ``Fill``)."""
+    return _normalise(name) in _no_op_set()
+
+
+@functools.lru_cache(maxsize=None)
+def _no_op_set() -> frozenset:
+    return frozenset(table().get("no_op_functions", ()))
 
 
 def operator_info(operator: str) -> Optional[Dict[str, Any]]:

@@ -48,6 +48,8 @@ Table layout (see ``migrator/optable.py`` for the reader)::
   (``tf.X`` vs ``tf.compat.v1.X``) has other parameters or makes other ops;
   the top-level entry is the TF1 (``compat.v1``) one, since the code being
   migrated is TF1 code.
+* ``no_op_functions`` lists the names whose traced call worked but made no
+  op other than constants/placeholders (``tf.zeros([2, 2])``, ``tf.constant``).
 * ``op_arity`` is ``[num_inputs, num_outputs]`` from the op def, with ``-1``
   for a variadic (list) count.
 """
@@ -119,6 +121,12 @@ TENSOR_NAMES = {
     "indices", "segment_ids", "batch_dims_tensor", "k", "n", "degree", "logits_list",
     "kernel", "depthwise_filter", "pointwise_filter", "lengths", "sp_input",
 }
+FILL_WHEN_NONE = {
+    "axis", "filter", "filters", "strides", "stride", "padding", "x", "y", "labels", "logits",
+    "input", "input_tensor", "value", "values", "tensor", "features", "keep_prob", "rate",
+    "inp", "func", "Tout", "dtype", "shape", "data", "images", "ksize", "predictions",
+    "targets", "pos_weight", "num_or_size_splits", "size", "begin", "params", "ids",
+}
 INT_TENSOR_NAMES = {"indices", "segment_ids", "lengths", "k", "n"}
 BOOL_TENSOR_NAMES = {"condition", "cond", "pred"}
 
@@ -180,6 +188,7 @@ VARIANTS: List[Tuple[str, Optional[List[Optional[int]]]]] = [
     ("bool", [None, 2]),
     ("complex64", [None, 2]),
     ("string", [None]),
+    ("float32", None),  # unknown rank: tf.rank/tf.size/tf.shape make real ops
 ]
 
 
@@ -195,6 +204,7 @@ class _Args:
         self.dtype, self.shape = variant
         self.origin: Dict[str, str] = {}  # tensor name -> param label
         self.lists: Dict[str, int] = {}   # list param -> length
+        self.guessed = False              # an unknown param name was guessed
 
     def tensor(self, label: str, dtype: Optional[str] = None, shape="same"):
         tf = self.tf
@@ -223,7 +233,12 @@ class _Args:
                 return tf.float64  # a *different* dtype, so cast-like calls make an op
             return getattr(tf, self.dtype)
         if low in ("axis", "dim", "reduction_indices", "axes", "split_dim", "concat_dim", "batch_axis", "seq_axis", "seq_dim", "batch_dim"):
-            return 0
+            self.guessed = True  # another alt tries a list
+            return [0] if alt == 1 else 0
+        if low in ("keep_prob",):
+            return 0.5
+        if low in ("message", "msg"):
+            return "msg"
         if low in ("shape", "dims", "size", "output_shape", "new_shape") and short not in ("size",):
             return [2, 2]
         if low in ("perm",):
@@ -265,6 +280,7 @@ class _Args:
         if low in ("seed",):
             return None
         # unknown name: alternate guesses
+        self.guessed = True
         guesses = [lambda: self.tensor(pname), lambda: 1, lambda: [2, 2], lambda: 0.5, lambda: "x"]
         return guesses[alt % len(guesses)]()
 
@@ -394,27 +410,53 @@ def _record_ops(graph, args: _Args) -> List[Dict[str, Any]]:
     return ops
 
 
+class _Ops(list):
+    """Recorded ops, plus whether any argument was a guess."""
+    guessed = False
+
+
+class _Failed(Exception):
+    def __init__(self, guessed: bool):
+        super().__init__()
+        self.guessed = guessed
+
+
 def _call_once(fn, fname: str, params, required, variant, alt: int, timeout: float,
                extra: Optional[Callable] = None):
-    """Call ``fn`` once in a fresh graph; return the recorded ops (raises on failure)."""
+    """Call ``fn`` once in a fresh graph; return the recorded ops.
+
+    Raises ``_Timeout``, or ``_Failed`` (with whether a parameter was guessed,
+    i.e. whether another ``alt`` could help) when the call raises.
+    """
     tf = _import_tf()
     short = _short(fname)
     names = {p.name for p in params}
     g = tf.Graph()
     with g.as_default():
         args = _Args(tf, variant)
-        kwargs: Dict[str, Any] = {}
-        for p in required:
-            kwargs[p.name] = args.value_for(fname, p.name, p, alt)
-        if short in OVERRIDES:
-            kwargs.update(OVERRIDES[short](args, names))
-        if extra is not None:
-            kwargs.update(extra(args, names))
-        pos = [kwargs.pop(p.name) for p in params
-               if p.kind == p.POSITIONAL_ONLY and p.name in kwargs]
-        with _time_limit(timeout):
-            fn(*pos, **kwargs)
-        return _record_ops(g, args)
+        try:
+            ops = _Ops(_call_in_graph(fn, fname, params, required, alt, timeout, extra, args, g, short, names))
+            ops.guessed = args.guessed
+            return ops
+        except _Timeout:
+            raise
+        except Exception:  # noqa: BLE001
+            raise _Failed(args.guessed)
+
+
+def _call_in_graph(fn, fname, params, required, alt, timeout, extra, args, g, short, names):
+    kwargs: Dict[str, Any] = {}
+    for p in required:
+        kwargs[p.name] = args.value_for(fname, p.name, p, alt)
+    if short in OVERRIDES:
+        kwargs.update(OVERRIDES[short](args, names))
+    if extra is not None:
+        kwargs.update(extra(args, names))
+    pos = [kwargs.pop(p.name) for p in params
+           if p.kind == p.POSITIONAL_ONLY and p.name in kwargs]
+    with _time_limit(timeout):
+        fn(*pos, **kwargs)
+    return _record_ops(g, args)
 
 
 def trace_call(fn: Callable, fname: str, timeout: float = 3.0, max_tries: int = 24,
@@ -434,36 +476,55 @@ def trace_call(fn: Callable, fname: str, timeout: float = 3.0, max_tries: int = 
     required = [p for p in params if p.default is inspect.Parameter.empty
                 and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     short = _short(fname)
+    # phase B also fills optional parameters that default to None but are
+    # needed in practice (``expand_dims(x, axis=None)``, v1 ``conv2d(filter=None)``,
+    # ``sigmoid_cross_entropy_with_logits(labels=None, logits=None)``)
+    optional_none = [p for p in params if p.default is None and p.name in FILL_WHEN_NONE
+                     and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    no_axis = [p for p in optional_none if p.name != "axis"]
+    phases = [required]
+    for extra_params in (no_axis, optional_none):
+        if extra_params and required + extra_params not in phases:
+            phases.append(required + extra_params)
     tries = 0
     result = None
     empty = None
-    for variant in (variants or VARIANTS):
-        for alt in range(3):
-            if tries >= max_tries:
+    for phase in phases:
+        for variant in (variants or VARIANTS):
+            for alt in range(3):
+                if tries >= max_tries:
+                    break
+                tries += 1
+                try:
+                    ops = _call_once(fn, fname, params, phase, variant, alt, timeout)
+                except _Timeout:
+                    return None
+                except _Failed as e:  # try another alt (if a guess was made) or variant
+                    if e.guessed:
+                        continue
+                    break
+                if not ops:
+                    # worked but made no op (e.g. to_float on float32): another
+                    # dtype may; keep this as the fallback
+                    if empty is None:
+                        empty = (ops, variant, alt, phase)
+                    if ops.guessed:
+                        continue
+                    break
+                result = (ops, variant, alt, phase)
                 break
-            tries += 1
-            try:
-                ops = _call_once(fn, fname, params, required, variant, alt, timeout)
-            except _Timeout:
-                return None
-            except Exception:  # noqa: BLE001 - any failure: try the next variant
-                continue
-            if not ops:
-                # worked but made no op (e.g. to_float on float32): another
-                # dtype may; keep this as the fallback
-                if empty is None:
-                    empty = (ops, variant, alt)
+            if result is not None or tries >= max_tries:
                 break
-            result = (ops, variant, alt)
-            break
-        if result is not None or tries >= max_tries:
+        if result is not None:
             break
     if result is None:
         result = empty
     if result is None:
         return None
-    ops, variant, used_alt = result
-    entry: Dict[str, Any] = {"params": labels, "ops": ops}
+    ops, variant, used_alt, required = result
+    entry: Dict[str, Any] = {"params": labels, "ops": list(ops)}
+    if not ops and (ops.guessed or any(p.kind == p.VAR_POSITIONAL for p in params)):
+        return None  # "made no op" is only trusted when no argument was guessed
     entry["single_op"] = len(ops) == 1
     entry["direct"] = len(ops) == 1 and bool(ops[0]["inputs"]) and all(i is not None for i in ops[0]["inputs"])
     # Same call with a fully known shape: some calls fold to constants then.
@@ -474,7 +535,7 @@ def trace_call(fn: Callable, fname: str, timeout: float = 3.0, max_tries: int = 
             sops = _call_once(fn, fname, params, required, static, used_alt, timeout)
             if [o["type"] for o in sops] != [o["type"] for o in ops]:
                 entry["static_shape_ops"] = [o["type"] for o in sops]
-        except Exception:  # noqa: BLE001
+        except (_Failed, _Timeout):
             pass
     # Named argument variants that change which ops are made
     for label, extra in sorted(ARG_VARIANTS.get(short, {}).items()):
@@ -482,7 +543,7 @@ def trace_call(fn: Callable, fname: str, timeout: float = 3.0, max_tries: int = 
             continue
         try:
             vops = _call_once(fn, fname, params, required, variant, used_alt, timeout, extra)
-        except Exception:  # noqa: BLE001
+        except (_Failed, _Timeout):
             continue
         if vops != ops:
             entry.setdefault("arg_variants", {})[label] = vops
@@ -504,12 +565,20 @@ def _pyfunc(a, names):
 def _conv(rank):
     def make(a, names):
         spatial = [4] * rank
-        kw = {"input": a.tensor("input", shape=[1] + spatial + [2]),
-              "strides": 1, "padding": "SAME"}
+        kw: Dict[str, Any] = {}
+        iname = "input" if "input" in names else "value"
+        kw[iname] = a.tensor(iname, shape=[1] + spatial + [2])
         fname = "filter" if "filter" in names else "filters"
         kw[fname] = a.tensor(fname, shape=[2] * rank + [2, 2])
+        sname = "strides" if "strides" in names else "stride"
+        kw[sname] = 1 if rank != 3 else [1] * (rank + 2)
+        kw["padding"] = "SAME"
         return kw
     return make
+
+
+def _sparse_xent(a, names):
+    return {"labels": a.tensor("labels", "int32", [None]), "logits": a.tensor("logits", shape=[None, 2])}
 
 
 OVERRIDES.update({
@@ -521,6 +590,8 @@ OVERRIDES.update({
     "conv3d": _conv(3),
     "bias_add": lambda a, names: {"value": a.tensor("value", shape=[None, 2]), "bias": a.tensor("bias", shape=[2])},
     "py_func": _pyfunc,
+    "sparse_softmax_cross_entropy_with_logits": _sparse_xent,
+    "dropout": lambda a, n: {"keep_prob": 0.5, "rate": None} if "keep_prob" in n else {"rate": 0.5},
     "numpy_function": _pyfunc,
     "py_function": _pyfunc,
 })
@@ -584,9 +655,10 @@ def _same(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
     return all(a.get(k) == b.get(k) for k in keys)
 
 
-def build_functions(names: Optional[List[str]] = None, verbose: bool = False) -> Dict[str, Any]:
+def build_functions(names: Optional[List[str]] = None, verbose: bool = False) -> Tuple[Dict[str, Any], List[str]]:
     tf = _import_tf()
     table: Dict[str, Any] = {}
+    no_op: List[str] = []
     cache: Dict[int, Optional[Dict[str, Any]]] = {}
     funcs = public_functions(tf)
     if names:
@@ -606,6 +678,8 @@ def build_functions(names: Optional[List[str]] = None, verbose: bool = False) ->
             entries[api] = cache[cid]
         good = {api: e for api, e in entries.items() if e and e["ops"]}
         if not good:
+            if any(e is not None for e in entries.values()):
+                no_op.append(key)
             continue
         primary_api = "v1" if "v1" in good else "v2"
         entry = json.loads(json.dumps(good[primary_api]))
@@ -613,7 +687,7 @@ def build_functions(names: Optional[List[str]] = None, verbose: bool = False) ->
         if "v2" in good and primary_api == "v1" and not _same(good["v1"], good["v2"]):
             entry["v2"] = json.loads(json.dumps(good["v2"]))
         table[key] = entry
-    return table
+    return table, sorted(no_op)
 
 
 # ----------------------------------------------------------------- operators
@@ -652,19 +726,13 @@ AUG = {"AddAssign": "Add", "SubtractAssign": "Subtract", "MultiplyAssign": "Mult
        "RightShiftAssign": "RightShift"}
 
 
-def trace_operator(name: str, dtype: str = "float32", tensor_equality: bool = False) -> Optional[Dict[str, Any]]:
-    """Trace one Python operator on placeholders of ``dtype`` (shape [2, 2]).
-
-    ``tensor_equality`` switches ``==``/``!=`` to TF2 behaviour (elementwise
-    ``Equal``) for the duration of the call; by default TF1 behaviour is traced.
-    """
+def trace_operator(name: str, dtype: str = "float32") -> Optional[Dict[str, Any]]:
+    """Trace one Python operator on placeholders of ``dtype`` (shape [2, 2])."""
     tf = _import_tf()
     kind, f = OPERATORS[name]
     g = tf.Graph()
     with g.as_default():
         args = _Args(tf, (dtype, [2, 2]))
-        if tensor_equality:
-            tf.compat.v1.enable_tensor_equality()
         try:
             if kind == "binary":
                 res = f(args.tensor("left"), args.tensor("right"))
@@ -672,9 +740,6 @@ def trace_operator(name: str, dtype: str = "float32", tensor_equality: bool = Fa
                 res = f(args.tensor("operand" if name != "Subscript" else "value"))
         except Exception:  # noqa: BLE001
             return None
-        finally:
-            if tensor_equality:
-                tf.compat.v1.disable_tensor_equality()
         ops = _record_ops(g, args)
     if not ops:
         # ``==`` under TF1 semantics: Python identity, returns a bool, no op
@@ -702,10 +767,11 @@ def build_operators() -> Dict[str, Any]:
             del primary["ops"]
         primary["dtype"] = dtype
         primary["by_dtype"] = {dt: r["ops"] for dt, r in sorted(by_dtype.items())}
-        if name in ("Equal", "NotEqual"):
-            v2 = trace_operator(name, "float32", tensor_equality=True)
-            if v2 is not None:
-                primary["v2"] = {"type": v2["type"], "inputs": v2["inputs"]}
+        if name in ("Equal", "NotEqual") and primary["type"] is None:
+            # TF1 graph: Python object identity.  In TF2 (eager or inside a
+            # tf.function) it is the elementwise op; that cannot be traced
+            # under v1 behaviour, so it is stated, not measured.
+            primary["v2_type"] = name
         out[name] = primary
     for aug, base in AUG.items():
         if base in out:
@@ -717,7 +783,7 @@ def build_operators() -> Dict[str, Any]:
 
 def build_table(names: Optional[List[str]] = None, verbose: bool = False) -> Dict[str, Any]:
     tf = _import_tf()
-    functions = build_functions(names, verbose=verbose)
+    functions, no_op = build_functions(names, verbose=verbose)
     operators = build_operators()
     types = set()
     for e in functions.values():
@@ -732,8 +798,8 @@ def build_table(names: Optional[List[str]] = None, verbose: bool = False) -> Dic
         types.update(e.get("ops", []))
         for ts in e.get("by_dtype", {}).values():
             types.update(ts)
-        if e.get("v2", {}).get("type"):
-            types.add(e["v2"]["type"])
+        if e.get("v2_type"):
+            types.add(e["v2_type"])
     arity = {}
     defaults = {}
     for t in sorted(types):
@@ -746,6 +812,7 @@ def build_table(names: Optional[List[str]] = None, verbose: bool = False) -> Dic
     return {
         "tensorflow_version": tf.__version__,
         "functions": functions,
+        "no_op_functions": no_op,
         "operators": operators,
         "op_defaults": defaults,
         "op_arity": arity,
