@@ -1,0 +1,206 @@
+"""Static analysis of an (original, migrated) pair: no TensorFlow here.
+
+* :func:`needs_tf1` tells whether a file still holds TF1-only code (a
+  ``Session``, placeholders, ...), so it must run in TF1 graph mode.
+* :func:`probe_targets` finds the module-level functions and callable
+  module-level objects that contain or reach a changed region (``difflib``
+  over the two texts), with their signatures, for function-mode probes.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Optional
+
+TF1_ONLY = re.compile(
+    r"\b(Session|InteractiveSession|placeholder|placeholder_with_default|get_default_graph|"
+    r"global_variables_initializer|local_variables_initializer|variables_initializer|initialize_all_variables|"
+    r"disable_v2_behavior|disable_eager_execution|get_variable|variable_scope|MonitoredSession|"
+    r"MonitoredTrainingSession|sparse_placeholder|reset_default_graph)\b"
+)
+
+
+def code_only(source: str) -> str:
+    """The source with comments and string literals blanked out."""
+    out = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type not in (tokenize.COMMENT, tokenize.STRING):
+                out.append(tok.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source
+    return " ".join(out)
+
+
+def needs_tf1(source: str) -> bool:
+    return TF1_ONLY.search(code_only(source)) is not None
+
+
+@dataclass
+class Target:
+    name: str
+    params: list  # [{"name", "has_default", "annotation"}]
+    line: int  # first line in the original
+    end_line: int
+    new_line: Optional[int] = None
+    reasons: list = field(default_factory=list)
+
+
+@dataclass
+class _Def:
+    name: str
+    node: ast.AST
+    start: int
+    end: int
+    kind: str  # "function" | "class" | "instance" | "assign"
+    refs: set
+    class_name: Optional[str] = None
+
+
+def _span(node) -> tuple:
+    start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    return start, getattr(node, "end_lineno", node.lineno) or node.lineno
+
+
+def _refs(node) -> set:
+    names = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            names.add(n.attr)
+    return names
+
+
+def _defs(tree: ast.Module) -> dict:
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            s, e = _span(node)
+            out[node.name] = _Def(node.name, node, s, e, "function", _refs(node))
+        elif isinstance(node, ast.ClassDef):
+            s, e = _span(node)
+            out[node.name] = _Def(node.name, node, s, e, "class", _refs(node))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            s, e = _span(node)
+            value = node.value
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    cls = None
+                    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                        cls = value.func.id
+                    out[t.id] = _Def(t.id, node, s, e, "instance" if cls else "assign",
+                                     _refs(value) if value is not None else set(), cls)
+    return out
+
+
+def _changed_lines(a: list, b: list) -> tuple:
+    """1-based changed line numbers on each side."""
+    ca, cb = set(), set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 == i2:  # pure insertion: the neighbours on the original side
+            ca.update({i1, i1 + 1})
+        ca.update(range(i1 + 1, i2 + 1))
+        if j1 == j2:
+            cb.update({j1, j1 + 1})
+        cb.update(range(j1 + 1, j2 + 1))
+    return ca, cb
+
+
+def _is_gradient_fn(node) -> bool:
+    for dec in getattr(node, "decorator_list", []):
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name in ("RegisterGradient",):
+            return True
+    return False
+
+
+def _params(fn: ast.AST, drop_self: bool) -> Optional[list]:
+    a = fn.args
+    pos = list(a.posonlyargs) + list(a.args)
+    if drop_self and pos:
+        pos = pos[1:]
+    n_def = len(a.defaults)
+    params = []
+    for i, p in enumerate(pos):
+        ann = ast.unparse(p.annotation) if p.annotation is not None else None
+        params.append({"name": p.arg, "has_default": i >= len(pos) - n_def, "annotation": ann})
+    required_kwonly = [k for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    if required_kwonly:
+        return None
+    return params
+
+
+def probe_targets(original: str, migrated: str) -> list:
+    """Functions and callable objects, defined in both files, that contain or
+    reach a changed region.  Returns :class:`Target` objects in source order."""
+    try:
+        t_old = ast.parse(original)
+    except SyntaxError:
+        return []
+    try:
+        t_new = ast.parse(migrated)
+    except SyntaxError:
+        t_new = ast.Module(body=[], type_ignores=[])
+    d_old, d_new = _defs(t_old), _defs(t_new)
+    ca, cb = _changed_lines(original.splitlines(), migrated.splitlines())
+    changed = set()
+    for name in set(d_old) | set(d_new):
+        o, n = d_old.get(name), d_new.get(name)
+        if o is None or n is None:
+            changed.add(name)
+            continue
+        if any(o.start <= ln <= o.end for ln in ca) or any(n.start <= ln <= n.end for ln in cb):
+            changed.add(name)
+    # Reaching: anything that refers to a changed name, transitively (both sides).
+    grew = True
+    while grew:
+        grew = False
+        for defs in (d_old, d_new):
+            for name, d in defs.items():
+                if name in changed:
+                    continue
+                refs = set(d.refs)
+                if d.kind == "instance" and d.class_name in defs:
+                    refs |= {d.class_name}
+                if refs & changed:
+                    changed.add(name)
+                    grew = True
+    targets = []
+    for name, o in sorted(d_old.items(), key=lambda kv: kv[1].start):
+        n = d_new.get(name)
+        if n is None or name not in changed:
+            continue
+        if o.kind == "function":
+            if isinstance(o.node, ast.AsyncFunctionDef) or _is_gradient_fn(o.node) or _is_gradient_fn(n.node):
+                continue
+            params = _params(o.node, drop_self=False)
+        elif o.kind == "instance" and o.class_name in d_old and d_old[o.class_name].kind == "class":
+            call = next((b for b in d_old[o.class_name].node.body
+                         if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None)
+            if call is None:
+                continue
+            params = _params(call, drop_self=True)
+        else:
+            continue
+        if params is None:
+            continue
+        targets.append(Target(name, params, o.start, o.end, n.start))
+    return targets
+
+
+def function_spans(source: str) -> dict:
+    """``{name: (start, end)}`` of the module-level definitions of a file."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    return {name: (d.start, d.end) for name, d in _defs(tree).items()}

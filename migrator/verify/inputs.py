@@ -1,0 +1,185 @@
+"""How function-mode probes get their inputs (no TensorFlow here).
+
+1. ``[tool.tfgradmigrate.verify]`` in the nearest ``pyproject.toml`` above the
+   verified file, keyed ``"module:function"``::
+
+       [tool.tfgradmigrate.verify]
+       "layers:quantize" = { args = [{ shape = [2, 3], range = [-1, 1] }, 2] }
+       "layers:mix" = [
+           { args = [[1.5, 2.5]], kwargs = { scale = 0.5 } },
+           { args = [{ value = [[0.2, 0.7]], dtype = "float64" }] },
+       ]
+
+   An argument is a table with ``shape``, ``dtype`` (default float32) and
+   ``range`` (default [-2, 2]) or ``value`` (a literal array); a bare list is
+   a float32 array; any other literal is passed as it is.  Float arrays are
+   the differentiation sources.
+2. Otherwise inputs are inferred from the signature: every positional
+   parameter without a default gets a float32 array of a few small shapes,
+   tried in order; parameters with defaults keep them; parameters whose name
+   looks like an integer (``k``, ``n``, ``bits``, ``num_*`` ...) also try the
+   small ints 1, 2, 3 when floats fail.
+
+Values are kept away from the discontinuities of sign, floor and round:
+every value sits at an ``x.x3``/``x.x7`` offset, never near an integer, a
+half-integer or zero.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+import numpy as np
+
+try:  # Python 3.11+
+    import tomllib as _toml
+except ImportError:  # pragma: no cover
+    _toml = None
+
+SHAPES = [(2, 2), (3,), (2, 3), ()]
+SMALL_INTS = (1, 2, 3)
+INT_NAME = re.compile(
+    r"^(k|n|m|bits?|nbits?|num_?\w*|n_\w+|\w+_(bits|num|count|size|dim|len|steps)|bitwidth|bit_?width|depth|"
+    r"axis|dim|size|count|steps|levels?|width|order|times|repeats?)$"
+)
+# Smooth, well-separated values: no integers, half-integers or zeros nearby.
+_BASE = np.array([0.23, -0.63, 1.13, -1.43, 0.83, -0.37, 1.73, -0.17, 0.43, -1.13, 2.33, -0.93,
+                  0.67, -1.87, 1.37, -0.27])
+
+
+def smooth_values(shape, offset: int = 0, lo: float = None, hi: float = None, dtype="float32"):
+    """Deterministic values for an input of ``shape`` (``offset`` varies them per argument)."""
+    shape = tuple(int(s) for s in shape)
+    n = int(np.prod(shape)) if shape else 1
+    idx = (np.arange(n) + 5 * offset) % len(_BASE)
+    vals = _BASE[idx] + 0.01 * ((np.arange(n) + 5 * offset) // len(_BASE) % 3)
+    if lo is not None and hi is not None:
+        # map [-1.9, 2.4] onto [lo, hi], keeping the x.x3 texture where the range allows
+        span = hi - lo
+        vals = lo + 0.03 * span + (vals - _BASE.min()) / (_BASE.max() - _BASE.min() + 0.02) * 0.94 * span
+    return vals.reshape(shape).astype(dtype)
+
+
+def looks_int(name: str, annotation: Optional[str] = None) -> bool:
+    return annotation == "int" or bool(INT_NAME.match(name))
+
+
+def infer_candidates(params: list) -> list:
+    """Candidate calls for a signature.
+
+    ``params``: ``[{"name", "has_default", "annotation"}]`` for the positional
+    parameters (self excluded).  Returns ``[{"args", "kwargs", "group"}]``;
+    group "float" candidates first, then "int:<value>" ones.
+    """
+    required = [p for p in params if not p["has_default"]]
+    cands = []
+    for shape in SHAPES:
+        args = [smooth_values(shape, i) for i, _ in enumerate(required)]
+        cands.append({"args": args, "kwargs": {}, "group": "float"})
+    ints = [i for i, p in enumerate(required) if looks_int(p["name"], p.get("annotation"))]
+    if ints:
+        for value in SMALL_INTS:
+            for shape in SHAPES[:3]:
+                args = [value if i in ints else smooth_values(shape, i) for i, _ in enumerate(required)]
+                cands.append({"args": args, "kwargs": {}, "group": f"int:{value}"})
+    return cands
+
+
+def choose(candidates: list, ok: list) -> list:
+    """Indices of the candidates to compare, given which ran on the original.
+
+    The first float candidate that works; then, for each int value, the first
+    shape that works; at most three probes.
+    """
+    chosen, groups = [], set()
+    for i, (cand, good) in enumerate(zip(candidates, ok)):
+        if not good or cand["group"] in groups:
+            continue
+        if cand["group"] == "config":
+            chosen.append(i)
+            continue
+        groups.add(cand["group"])
+        chosen.append(i)
+    config = [i for i in chosen if candidates[i]["group"] == "config"]
+    if config:
+        return config
+    return chosen[:3]
+
+
+# ---------------------------------------------------------------- config
+def find_pyproject(path: str) -> Optional[str]:
+    d = os.path.dirname(os.path.abspath(path))
+    while True:
+        cand = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(cand):
+            return cand
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def module_names(path: str, root: Optional[str]) -> set:
+    path = os.path.abspath(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    names = {stem}
+    if root:
+        rel = os.path.relpath(os.path.splitext(path)[0], root)
+        parts = [p for p in rel.split(os.sep) if p not in ("", ".")]
+        if parts and ".." not in parts:
+            for i in range(len(parts)):
+                names.add(".".join(parts[i:]))
+    return names
+
+
+def load_config(path: str) -> dict:
+    """``{function_name: [candidate, ...]}`` configured for the file at ``path``."""
+    pp = find_pyproject(path)
+    if not pp or _toml is None:
+        return {}
+    try:
+        with open(pp, "rb") as fh:
+            data = _toml.load(fh)
+    except (OSError, ValueError):
+        return {}
+    table = data.get("tool", {}).get("tfgradmigrate", {}).get("verify", {})
+    if not isinstance(table, dict):
+        return {}
+    mods = module_names(path, os.path.dirname(pp))
+    out = {}
+    for key, spec in table.items():
+        if not isinstance(key, str) or ":" not in key:
+            continue
+        mod, func = key.rsplit(":", 1)
+        if mod not in mods:
+            continue
+        specs = spec if isinstance(spec, list) else [spec]
+        cands = []
+        for s in specs:
+            if not isinstance(s, dict):
+                continue
+            args = [_arg(a, i) for i, a in enumerate(s.get("args", []))]
+            kwargs = {k: _arg(v, 100 + n) for n, (k, v) in enumerate(dict(s.get("kwargs", {})).items())}
+            cands.append({"args": args, "kwargs": kwargs, "group": "config"})
+        if cands:
+            out[func] = cands
+    return out
+
+
+def _arg(spec, offset: int):
+    if isinstance(spec, dict):
+        dtype = spec.get("dtype", "float32")
+        if "value" in spec:
+            return np.asarray(spec["value"], dtype=dtype)
+        shape = spec.get("shape", [])
+        lo, hi = spec.get("range", [None, None])
+        if np.dtype(dtype).kind in "iu":
+            lo = -3 if lo is None else lo
+            hi = 4 if hi is None else hi
+            n = int(np.prod(shape)) if shape else 1
+            return (np.arange(n) % max(1, int(hi - lo)) + int(lo)).reshape(shape).astype(dtype)
+        return smooth_values(shape, offset, lo, hi, dtype)
+    if isinstance(spec, list):
+        return np.asarray(spec, dtype="float32")
+    return spec
