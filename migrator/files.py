@@ -211,7 +211,9 @@ def write_source(src: Source, text: str) -> None:
         raise FileError(_os_message(e).replace("cannot read", "not written")) from None
     if (st.st_mtime_ns, st.st_size) != (src.mtime_ns, src.size):
         raise FileError("file changed on disk while it was being migrated; not written")
-    if not st.st_mode & stat.S_IWUSR:
+    # Same test as open(path, "w") would make: a 0444 file is read-only for a
+    # user, but root (as in CI) may write it, as black and ruff would.
+    if not os.access(target, os.W_OK):
         raise FileError("file is read-only; not written")
     folder = os.path.dirname(target) or "."
     try:
