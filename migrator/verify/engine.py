@@ -290,45 +290,77 @@ def _compare_record(chk: Check, a: dict, b: dict, rtol, atol) -> None:
 
 
 # ------------------------------------------------------------------ pairs
+def _read(path: str) -> str:
+    with open(path, "rb") as fh:
+        return fh.read().decode("utf-8-sig", "replace")
+
+
 def verify_pair(original: str, migrated: str, rtol=None, atol=None, timeout=None) -> PairResult:
-    """Run both sides and compare.  Raises OriginalFails, FileNotFoundError."""
+    """Run both sides and compare.  Raises OriginalFails, OSError."""
+    return verify_variants(original, [migrated], rtol, atol, timeout, jobs=1)[0]
+
+
+def verify_variants(original: str, migrated: list, rtol=None, atol=None, timeout=None, jobs: int = 1) -> list:
+    """Verify several migrations of one original, running the original only once.
+
+    The original runs with the union of every variant's probes, concurrently
+    with up to ``jobs`` migrated children.  Returns one PairResult per
+    variant.  Raises OriginalFails, OSError.
+    """
     timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
-    original, migrated = os.path.abspath(original), os.path.abspath(migrated)
+    original = os.path.abspath(original)
+    migrated = [os.path.abspath(m) for m in migrated]
     started = time.monotonic()
-    with open(original, "rb") as fh:
-        src_old = fh.read().decode("utf-8-sig", "replace")
-    with open(migrated, "rb") as fh:
-        src_new = fh.read().decode("utf-8-sig", "replace")
+    src_old = _read(original)
     try:
         compile(src_old, original, "exec")
     except SyntaxError as exc:
         raise OriginalFails(f"SyntaxError: {exc.msg} (line {exc.lineno})") from None
-    new_mode = TF1_RESOURCE if analysis.needs_tf1(src_new) else TF2
-    result = PairResult(original, migrated, original_mode=TF1, migrated_mode=new_mode)
-    specs, plan = _probe_specs(original, migrated, src_old, src_new)
+    variants = []
+    union = {}
+    for m in migrated:
+        src_new = _read(m)
+        mode = TF1_RESOURCE if analysis.needs_tf1(src_new) else TF2
+        specs, plan = _probe_specs(original, m, src_old, src_new)
+        for spec in specs:
+            union.setdefault(spec["id"], spec)
+        variants.append((m, mode, specs, plan))
     with tempfile.TemporaryDirectory(prefix="tfgm-verify-") as work:
-        old_child = _Child({"path": original, "mode": TF1, "side": "original", "probes": specs}, work, "original")
-        new_child = _Child({"path": migrated, "mode": new_mode, "side": "migrated", "probes": specs}, work, "migrated")
-        deadline = time.monotonic() + timeout
-        old_res = old_child.wait(deadline)
-        new_res = new_child.wait(deadline)
+        old_child = _Child({"path": original, "mode": TF1, "side": "original", "probes": list(union.values())},
+                           work, "original")
+        old_deadline = time.monotonic() + timeout
+        outcomes = [None] * len(variants)
+        running = []
+        queue = list(enumerate(variants))
+        while queue or running:
+            while queue and len(running) < max(1, jobs):
+                i, (m, mode, specs, _plan) = queue.pop(0)
+                child = _Child({"path": m, "mode": mode, "side": "migrated", "probes": specs}, work, f"migrated{i}")
+                running.append((i, child, time.monotonic() + timeout))
+            i, child, deadline = running.pop(0)
+            outcomes[i] = (child, child.wait(deadline))
+        old_res = old_child.wait(old_deadline)
     old_fail = _failure(old_res, old_child, timeout)
     if old_fail:
         raise OriginalFails(old_fail)
-    new_fail = _failure(new_res, new_child, timeout)
-    modes = (TF1, new_mode)
-    checks = _record_checks(old_res.get("records", []), (new_res or {}).get("records", []), modes,
-                            new_fail, rtol, atol)
-    probe_checks, skipped = _probe_checks(plan, old_res, new_res, new_fail, modes, rtol, atol)
-    checks += probe_checks
-    if new_fail:
-        status = UNVERIFIED if new_child.timed_out else MISMATCH
-        checks.append(Check("migrated file run", "run", status, f"script: {modes[0]} vs {modes[1]}",
-                            detail=f"migrated fails: {new_fail}", new_line=(new_res or {}).get("error_line")))
-    result.checks = checks
-    result.skipped = skipped
-    result.seconds = time.monotonic() - started
-    return result
+    results = []
+    for (m, mode, _specs, plan), (new_child, new_res) in zip(variants, outcomes):
+        result = PairResult(original, m, original_mode=TF1, migrated_mode=mode)
+        new_fail = _failure(new_res, new_child, timeout)
+        modes = (TF1, mode)
+        checks = _record_checks(old_res.get("records", []), (new_res or {}).get("records", []), modes,
+                                new_fail, rtol, atol)
+        probe_checks, skipped = _probe_checks(plan, old_res, new_res, new_fail, modes, rtol, atol)
+        checks += probe_checks
+        if new_fail:
+            status = UNVERIFIED if new_child.timed_out else MISMATCH
+            checks.append(Check("migrated file run", "run", status, f"script: {modes[0]} vs {modes[1]}",
+                                detail=f"migrated fails: {new_fail}", new_line=(new_res or {}).get("error_line")))
+        result.checks = checks
+        result.skipped = skipped
+        result.seconds = time.monotonic() - started
+        results.append(result)
+    return results
 
 
 # ------------------------------------------------------------------ sites

@@ -22,7 +22,8 @@
 
 Values are kept away from the discontinuities of sign, floor and round:
 every value sits at an ``x.x3``/``x.x7`` offset, never near an integer, a
-half-integer or zero.
+half-integer or zero
+(fractional parts in [0.13, 0.35] or [0.63, 0.85]).
 """
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ INT_NAME = re.compile(
     r"axis|dim|size|count|steps|levels?|width|order|times|repeats?)$"
 )
 # Smooth, well-separated values: no integers, half-integers or zeros nearby.
-_BASE = np.array([0.23, -0.63, 1.13, -1.43, 0.83, -0.37, 1.73, -0.17, 0.43, -1.13, 2.33, -0.93,
-                  0.67, -1.87, 1.37, -0.27])
+_BASE = np.array([0.23, -0.63, 1.13, -1.33, 0.83, -0.27, 1.73, -0.17, 0.33, -1.13, 2.33, -0.73,
+                  0.67, -1.77, 1.27, -0.23])
 
 
 def smooth_values(shape, offset: int = 0, lo: float = None, hi: float = None, dtype="float32"):
@@ -53,7 +54,7 @@ def smooth_values(shape, offset: int = 0, lo: float = None, hi: float = None, dt
     shape = tuple(int(s) for s in shape)
     n = int(np.prod(shape)) if shape else 1
     idx = (np.arange(n) + 5 * offset) % len(_BASE)
-    vals = _BASE[idx] + 0.01 * ((np.arange(n) + 5 * offset) // len(_BASE) % 3)
+    vals = _BASE[idx] + np.sign(_BASE[idx]) * 0.01 * ((np.arange(n) + 5 * offset) // len(_BASE) % 3)
     if lo is not None and hi is not None:
         # map [-1.9, 2.4] onto [lo, hi], keeping the x.x3 texture where the range allows
         span = hi - lo

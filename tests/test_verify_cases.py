@@ -1,0 +1,214 @@
+"""The verifier end to end, on real TensorFlow (children processes).
+
+tests/verify_data/<case>/ holds an acceptance case (before.py), a correct hand
+migration (after.py; some cases also after_eager.py / after_tf_function.py,
+which run in TF2 eager mode) and, where the acceptance suite has one, the
+plausible wrong migration (wrong1.py).  Work is batched: each original runs
+once for all of its migrations (``verify_variants``).
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from migrator.model import Site
+from migrator.verify import cli_verify, verify_files
+from migrator.verify.engine import verify_variants
+from migrator.verify.report import exit_code
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "verify_data")
+CASES = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(DATA, "*", "before.py")))
+CORRECT = [(c, os.path.basename(p)) for c in CASES for p in sorted(glob.glob(os.path.join(DATA, c, "after*.py")))]
+WRONG = [(c, os.path.basename(p)) for c in CASES for p in sorted(glob.glob(os.path.join(DATA, c, "wrong*.py")))]
+
+
+@pytest.fixture(scope="module")
+def results():
+    """{(case, file): PairResult} for every correct and wrong migration."""
+    out = {}
+    for case in CASES:
+        files = [f for c, f in CORRECT + WRONG if c == case]
+        res = verify_variants(os.path.join(DATA, case, "before.py"), [os.path.join(DATA, case, f) for f in files],
+                              jobs=2)
+        out.update({(case, f): r for f, r in zip(files, res)})
+    return out
+
+
+def test_there_are_enough_cases():
+    assert len(CORRECT) >= 12 and len(WRONG) >= 4
+
+
+@pytest.mark.parametrize("case,name", CORRECT)
+def test_correct_migration_matches(results, case, name):
+    r = results[(case, name)]
+    assert exit_code(r.checks) == 0, "\n".join(f"{c.status} {c.label}: {c.detail}" for c in r.checks)
+    assert any(c.kind == "gradient" for c in r.checks), "no gradient was captured in script mode"
+    expected = "tf2-eager" if name != "after.py" else "tf1-graph+resource-variables"
+    assert r.migrated_mode == expected
+
+
+@pytest.mark.parametrize("case,name", WRONG)
+def test_wrong_migration_is_a_mismatch(results, case, name):
+    r = results[(case, name)]
+    assert exit_code(r.checks) == 1
+    bad = [c for c in r.checks if c.status == "mismatch"]
+    assert bad and all("original" in c.detail and "migrated" in c.detail for c in bad)
+
+
+def test_function_mode_probes_changed_functions(results):
+    r = results[("c12_dorefa_two_keys", "after.py")]
+    labels = [c.label for c in r.checks if c.kind == "probe"]
+    # k looks like an int: floats fail on the original (float(tensor)), small ints are tried
+    assert labels == ["quantize_weights(float32[2, 2], 1)", "quantize_weights(float32[2, 2], 2)",
+                      "quantize_weights(float32[2, 2], 3)"]
+    r = results[("c10_flip_gradient_builder", "after.py")]
+    assert [c.label for c in r.checks if c.kind == "probe"] == ["flip_gradient(float32[2, 2])"]
+
+
+def test_eager_migration_is_also_checked_inside_tf_function(results):
+    r = results[("c13_mul_operator_override", "after_eager.py")]
+    probe = [c for c in r.checks if c.kind == "probe"]
+    assert probe and all(c.mode.endswith("tf2-eager+tf.function") for c in probe)
+    r = results[("c02_sign_quantize_ste", "after_tf_function.py")]
+    grads = [c for c in r.checks if c.kind == "gradient"]
+    assert [c.status for c in grads] == ["match"]  # captured from inside a tf.function
+
+
+# ------------------------------------------------------------------ CLI
+def _cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "migrator.verify", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env=dict(os.environ, PYTHONPATH=ROOT), timeout=600)
+
+
+def test_cli_text_output_mismatch_gives_index_and_values():
+    case = os.path.join(DATA, "c08_grad_ys_graph_kwargs")
+    r = _cli(os.path.join(case, "before.py"), os.path.join(case, "wrong1.py"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("MISMATCH") and "L8 -> L10" in first
+    assert "index (1,): original -14.16" in first and "migrated -1.416" in first
+    assert r.stdout.splitlines()[-1].startswith("MISMATCH: 1 check(s)")
+
+
+def test_cli_json_output():
+    case = os.path.join(DATA, "c06_negative_grad_variables")
+    r = _cli(os.path.join(case, "before.py"), os.path.join(case, "after.py"), "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(r.stdout)
+    assert data["exit_code"] == 0 and data["summary"] == {"match": 2, "mismatch": 0, "unverified": 0}
+    assert data["migrated_mode"] == "tf1-graph+resource-variables"
+    assert [c["line"] for c in data["checks"]] == [18, 19]
+    assert all(c["max_abs_err"] == 0.0 for c in data["checks"])
+
+
+def test_user_stdout_cannot_fake_results(tmp_path):
+    """The script prints what looks like verifier output; results come from another channel."""
+    orig, mig = tmp_path / "o.py", tmp_path / "m.py"
+    orig.write_text("import tensorflow as tf\nx = tf.constant([1.0, 2.0])\ng = tf.gradients(x * x, x)\n"
+                    "with tf.Session() as s:\n    print(s.run(g))\nprint('MATCH everything')\n")
+    mig.write_text("import tensorflow as tf\nx = tf.constant([1.0, 2.0])\nwith tf.GradientTape() as t:\n"
+                   "    t.watch(x)\n    y = x * x * x\ng = [t.gradient(y, x)]\nprint('MATCH everything', g)\n")
+    buf = []
+
+    class Out:
+        def write(self, s):
+            buf.append(s)
+
+    from migrator.verify.report import cli_verify as report_cli
+
+    assert report_cli(str(orig), str(mig), out=Out()) == 1
+    text = "".join(buf)
+    assert "MATCH everything" not in text and "index (0,): original 2.0, migrated 3.0" in text
+
+
+def test_crashing_migration_is_not_accepted(tmp_path):
+    case = os.path.join(DATA, "c13_mul_operator_override")
+    bad = tmp_path / "crash.py"
+    bad.write_text(open(os.path.join(case, "after.py")).read().replace("0.5 * dy * b", "0.5 * dy * undefined_b"))
+    r = _cli(os.path.join(case, "before.py"), bad)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "migrated fails: NameError" in r.stdout
+
+
+def test_original_that_fails_exits_2(tmp_path):
+    orig = tmp_path / "orig.py"
+    orig.write_text("import tensorflow as tf\nx = tf.constant(1.0)\nraise RuntimeError('boom')\n")
+    r = _cli(orig, os.path.join(DATA, "c01_identity_const_mul", "after.py"))
+    assert r.returncode == 2
+    assert r.stdout.strip() == "original fails: RuntimeError: boom (line 3)"
+
+
+def test_uncaptured_value_is_unverified_not_match(tmp_path):
+    """The migrated file computes its gradient but never evaluates it (it needs a feed)."""
+    orig, mig = tmp_path / "o.py", tmp_path / "m.py"
+    orig.write_text(textwrap.dedent("""
+        import tensorflow as tf
+        x = tf.placeholder(tf.float32, [2])
+        g = tf.gradients(tf.reduce_sum(x * x), x)
+        with tf.Session() as s:
+            print(s.run(g, {x: [1.0, 2.0]}))
+    """))
+    mig.write_text(textwrap.dedent("""
+        import tensorflow as tf
+        x = tf.placeholder(tf.float32, [2])
+        with tf.GradientTape() as t:
+            t.watch(x)
+            y = tf.reduce_sum(x * x)
+        g = [t.gradient(y, x)]
+        with tf.Session() as s:
+            pass
+    """))
+    code = cli_verify(str(orig), str(mig))
+    assert code == 3
+
+
+def test_verify_files_fills_one_dict_per_site_in_parallel():
+    c06, c08 = os.path.join(DATA, "c06_negative_grad_variables"), os.path.join(DATA, "c08_grad_ys_graph_kwargs")
+    pairs = [
+        (os.path.join(c06, "before.py"), os.path.join(c06, "after.py"),
+         [Site("override_map", "TFG001", 15), Site("tf_gradients", "TFG100", 19, new_line=19),
+          Site("tf_gradients", "TFG100", 18, new_line=18)]),
+        (os.path.join(c08, "before.py"), os.path.join(c08, "wrong1.py"),
+         [Site("tf_gradients", "TFG100", 8, new_line=6)]),
+    ]
+    out = verify_files(pairs, jobs=2)
+    assert [[v["status"] for v in f] for f in out] == [["match", "match", "match"], ["mismatch"]]
+    assert out[0][1]["max_abs_err"] == 0.0 and "resource-variables" in out[0][1]["mode"]
+    assert "original -14.16" in out[1][0]["detail"]
+
+
+def test_pyproject_inputs_are_used(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.tfgradmigrate.verify]\n"lib:clip" = { args = [{ shape = [3, 2], range = [-0.5, 0.5] }] }\n')
+    (tmp_path / "lib.py").write_text(textwrap.dedent("""
+        import tensorflow as tf
+
+        @tf.RegisterGradient("Half")
+        def _half(op, grad):
+            return 0.5 * grad
+
+        def clip(x):
+            with tf.get_default_graph().gradient_override_map({"Identity": "Half"}):
+                return tf.identity(x)
+    """))
+    (tmp_path / "lib_new.py").write_text(textwrap.dedent("""
+        import tensorflow as tf
+
+        @tf.custom_gradient
+        def clip(x):
+            return tf.identity(x), lambda dy: 0.5 * dy
+    """))
+    # module name comes from the file: the config keys "lib:clip"; the migrated copy sits beside it
+    os.replace(tmp_path / "lib_new.py", tmp_path / "lib_migrated.py")
+    from migrator.verify.engine import verify_pair
+
+    r = verify_pair(str(tmp_path / "lib.py"), str(tmp_path / "lib_migrated.py"))
+    assert [(c.label, c.status) for c in r.checks] == [("clip(float32[3, 2])", "match")]
+    assert r.migrated_mode == "tf2-eager"
