@@ -141,6 +141,23 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
     return RunResult([results[p] for p in paths], time.monotonic() - start)
 
 
+_WORKER_STATE: tuple = ()
+
+
+def _init_worker(index: RunIndex, run_opts: RunOptions) -> None:
+    global _WORKER_STATE
+    _WORKER_STATE = (index, run_opts)
+
+
+def _migrate_in_worker(path: str) -> FileResult:
+    return migrate_file(path, *_WORKER_STATE)
+
+
+def _pool(workers: int, index: RunIndex, run_opts: RunOptions) -> ProcessPoolExecutor:
+    """A pool whose workers receive the index once, not with every file."""
+    return ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(index, run_opts))
+
+
 def _map(paths: list[str], index: RunIndex, run_opts: RunOptions, progress) -> list[FileResult]:
     if run_opts.jobs <= 1 or len(paths) <= 1:
         out = []
@@ -151,8 +168,8 @@ def _map(paths: list[str], index: RunIndex, run_opts: RunOptions, progress) -> l
         return out
     done: dict[str, FileResult] = {}
     try:
-        with ProcessPoolExecutor(max_workers=min(run_opts.jobs, len(paths))) as pool:
-            futures = {p: pool.submit(migrate_file, p, index, run_opts) for p in paths}
+        with _pool(min(run_opts.jobs, len(paths)), index, run_opts) as pool:
+            futures = {p: pool.submit(_migrate_in_worker, p) for p in paths}
             for p, fut in futures.items():
                 try:
                     done[p] = fut.result()
@@ -172,8 +189,8 @@ def _map(paths: list[str], index: RunIndex, run_opts: RunOptions, progress) -> l
 
 def _isolated(path: str, index: RunIndex, run_opts: RunOptions) -> FileResult:
     try:
-        with ProcessPoolExecutor(max_workers=1) as pool:
-            return pool.submit(migrate_file, path, index, run_opts).result()
+        with _pool(1, index, run_opts) as pool:
+            return pool.submit(_migrate_in_worker, path).result()
     except BrokenProcessPool:
         return FileResult(path, error=f"{path}:1:1: internal error: the worker process died on this file")
 
