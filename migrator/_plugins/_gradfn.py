@@ -157,12 +157,18 @@ def convert_gradient_function(
     if variadic:
         return _convert_variadic(fn, uses, op_name, pick, drop_decorator, force_outputs)
     n_inputs = len(input_names)
+    # `x = op.inputs[0]` at the top of the body: call the parameter `x` and drop the line
+    aliases, fn = _input_aliases(fn, op_name, n_inputs)
+    for alias in aliases.values():
+        taken.discard(alias)
     used_inputs = set(uses.inputs)
     if uses.all_inputs:
         used_inputs |= set(range(n_inputs))
     if any(i >= n_inputs for i in used_inputs):
         raise Unsupported(f"`{op_name}.inputs[{max(used_inputs)}]` but {op_type} has {n_inputs} input(s)")
-    input_params = [(i, pick(input_names[i])) for i in sorted(used_inputs)]
+    input_params = [(i, aliases[i] if i in aliases else pick(input_names[i])) for i in sorted(used_inputs)]
+    for _i, n in input_params:
+        taken.add(n)
     by_index = dict(input_params)
     output_param = pick("y") if (uses.outputs or uses.all_outputs) else None
     if uses.outputs and max(uses.outputs) > 0:
@@ -260,3 +266,109 @@ def _convert_variadic(fn, uses: OpUses, op_name: str, pick, drop_decorator, forc
     new_params = [cst.Param(cst.Name(inputs))] + ([cst.Param(cst.Name(outputs))] if outputs else [])
     spec = _finish(fn, body, new_params + upstream, [(0, inputs)], outputs, drop_decorator)
     return spec
+
+
+def _assigned_counts(body: cst.CSTNode) -> dict[str, int]:
+    counts: dict[str, int] = {}
+
+    class _C(cst.CSTVisitor):
+        def _names(self, target) -> None:
+            if isinstance(target, cst.Name):
+                counts[target.value] = counts.get(target.value, 0) + 1
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for e in target.elements:
+                    self._names(e.value)
+            elif isinstance(target, cst.StarredElement):
+                self._names(target.value)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self._names(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._names(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._names(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            self._names(node.target)
+
+        def visit_CompFor(self, node: cst.CompFor) -> None:
+            self._names(node.target)
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            self._names(node.name)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            self._names(node.target)
+
+    body.visit(_C())
+    return counts
+
+
+def _input_aliases(fn: cst.FunctionDef, op_name: str, n_inputs: int) -> tuple[dict[int, str], cst.FunctionDef]:
+    """Leading ``a = op.inputs[0]`` / ``a, b = op.inputs`` lines become parameter names."""
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return {}, fn
+    counts = _assigned_counts(fn.body)
+    aliases: dict[int, str] = {}
+    body = list(fn.body.body)
+    carried: list[cst.EmptyLine] = []
+    kept: list = []
+    seen: set[str] = set()  # names read by the statements kept so far
+    for stmt in body:
+        pairs = _alias_pairs(stmt, op_name, n_inputs)
+        if pairs and all(counts.get(n, 0) == 1 and n != op_name and n not in seen for _i, n in pairs) and not (
+            {i for i, _n in pairs} & set(aliases)
+        ):
+            aliases.update(dict(pairs))
+            carried += list(stmt.leading_lines)
+            comment = stmt.trailing_whitespace.comment
+            if comment is not None:
+                carried.append(cst.EmptyLine(comment=comment))
+            continue
+        seen |= used_names(cst.Module(body=[stmt]), attributes=False)
+        if carried:
+            stmt = stmt.with_changes(leading_lines=carried + list(stmt.leading_lines))
+            carried = []
+        kept.append(stmt)
+    if not aliases or not kept:
+        return {}, fn
+    return aliases, fn.with_changes(body=fn.body.with_changes(body=kept))
+
+
+def _alias_pairs(stmt, op_name: str, n_inputs: int) -> Optional[list[tuple[int, str]]]:
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return None
+    assign = stmt.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target, value = assign.targets[0].target, assign.value
+
+    def one(v) -> Optional[int]:
+        if (
+            isinstance(v, cst.Subscript)
+            and isinstance(v.value, cst.Attribute)
+            and _is_op(v.value.value, op_name)
+            and v.value.attr.value == "inputs"
+        ):
+            return _int_index(v)
+        return None
+
+    if isinstance(target, cst.Name):
+        i = one(value)
+        return [(i, target.value)] if i is not None else None
+    if isinstance(target, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Name) for e in target.elements):
+        names = [e.value.value for e in target.elements]
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
+            idx = [one(e.value) for e in value.elements]
+            if all(i is not None for i in idx) and len(set(idx)) == len(idx):
+                return list(zip(idx, names))
+        if (
+            isinstance(value, cst.Attribute)
+            and _is_op(value.value, op_name)
+            and value.attr.value == "inputs"
+            and len(names) == n_inputs
+        ):
+            return list(enumerate(names))
+    return None

@@ -21,7 +21,7 @@ from migrator.tfnames import QualifiedNames, dotted, normalize
 
 # Built-in gradient functions used as override targets, by number of op inputs.
 # (see tf_gradient_semantics.md section 2.3); the value is the grad_fn source.
-BUILTIN_TARGETS = {"Identity", "StopGradient", "Neg", "Floor", "Round", "Ceil", "Rint", "Sign"}
+BUILTIN_TARGETS = {"Identity", "StopGradient", "Neg", "Floor", "Round", "Ceil", "Rint", "Sign", "Add", "AddV2"}
 
 #: TF functions that create no op at all (so they never meet an override).
 OP_FREE_TF = {
@@ -77,6 +77,7 @@ class Scope:
     defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
     graph_names: set[str] = field(default_factory=set)  # `with tf.Graph().as_default() as graph`
     params: dict[str, cst.Param] = field(default_factory=dict)
+    tf_local_alias: Optional[str] = None
 
     def lookup_assigns(self, name: str) -> Optional[list[tuple[cst.CSTNode, cst.BaseExpression]]]:
         scope: Optional[Scope] = self
@@ -202,15 +203,16 @@ class _Collector(cst.CSTVisitor):
         self.scopes.append(self.module_scope)
 
     def visit_Import(self, node: cst.Import) -> None:
-        if len(self.scopes) != 1:
-            return
         for alias in node.names:
             full = dotted(alias.name)
             if full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
-                if alias.asname is not None:
-                    self.tf_aliases.append(alias.asname.name.value)
-                elif full == "tensorflow":
-                    self.tf_aliases.append("tensorflow")
+                name = alias.asname.name.value if alias.asname is not None else "tensorflow" if full == "tensorflow" else None
+                if name is None:
+                    continue
+                if len(self.scopes) == 1:
+                    self.tf_aliases.append(name)
+                else:  # a function-local `import tensorflow`
+                    self.scope.tf_local_alias = self.scope.tf_local_alias or name
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.scope.defs.setdefault(node.name.value, node)  # type: ignore[arg-type]
@@ -433,6 +435,8 @@ class _Planner:
                 bound = block.scope.lookup_assigns(v.value)
                 if bound and len(bound) == 1 and isinstance(bound[0][1], cst.SimpleString):
                     out[key] = ("lit", bound[0][1].evaluated_value)
+                elif self.col._find_def_in(block.scope, v.value) is not None:
+                    raise Refuse("TFG103", f"the map value for {key!r} is the function object `{v.value}`, not a gradient name")
                 else:
                     out[key] = ("name", id(self._scope_binding(block.scope, v.value)), v.value)
             else:
@@ -471,7 +475,10 @@ class _Planner:
         raise Refuse("TFG106", f"cannot link the gradient name {label} to a RegisterGradient call")
 
     # -- op scanning ----------------------------------------------------
+    _current_scope: Optional[Scope] = None
+
     def scan_block(self, block: Block, emap: dict[str, tuple]) -> list[Candidate]:
+        self._current_scope = block.scope
         found: list[Candidate] = []
         body = block.node.body
         stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
@@ -483,13 +490,12 @@ class _Planner:
         if isinstance(node, cst.With) and node is not block.node:
             child = next((b for b in block.children if b.node is node), None)
             if child is not None:
+                # the inner map wins for its keys; the outer entries still apply
+                child.mapping = self.parse_map(child)
                 inner = dict(emap)
-                inner.update(self.parse_map(child))
-                child.mapping = inner
+                inner.update(child.mapping)
                 for s in (node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]):
                     self._scan(s, s, inner, child, found, scope)
-                for item in node.items:
-                    self._scan(item, stmt, emap, block, found, scope)
                 return
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             # Code defined in the block runs whenever it is called, maybe outside it.
@@ -639,8 +645,18 @@ class _Planner:
                 return None
             return all(oks)
         if isinstance(expr, (cst.Name, cst.Attribute)) and dotted(expr):
-            return False
+            root = dotted(expr).split(".")[0]
+            return not self._is_local(root)
         return None
+
+    def _is_local(self, name: str) -> bool:
+        """Bound in an enclosing function (so a module-level wrapper could not see it)?"""
+        s: Optional[Scope] = self._current_scope
+        while s is not None and s.parent is not None:
+            if name in s.assigns or name in s.params or name in s.defs:
+                return True
+            s = s.parent
+        return False
 
     def _candidate_from_call(self, call, name, info, op_type, stmt, emap, block, found) -> None:
         params = list(info.get("params") or [])

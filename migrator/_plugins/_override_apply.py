@@ -99,24 +99,30 @@ class _Apply(cst.CSTTransformer):
                 carry = _merge_blanks(carry, getattr(upd, "leading_lines", ()), first=not out)
                 continue
             before = [_parse_stmt(src, self.module) for src in self.plan.insert_before.get(orig, ())]
+            footer = []
             if orig in self.plan.dissolve:
-                pieces = self._dissolve(upd)
+                pieces, footer = self._dissolve(upd)
             else:
                 pieces = [upd]
             if before:
                 first = pieces[0]
                 lead = list(first.leading_lines)
                 before[0] = before[0].with_changes(leading_lines=lead)
-                for i in range(1, len(before)):
-                    before[i] = before[i].with_changes(leading_lines=[_blank()])
                 gap = [_blank(), _blank()] if self.depth == 0 else [_blank()]
+                for i in range(1, len(before)):
+                    before[i] = before[i].with_changes(leading_lines=gap)
                 pieces[0] = first.with_changes(leading_lines=gap)
                 pieces = before + pieces
             if carry or not out:
                 merged = _merge_blanks(carry, pieces[0].leading_lines, first=not out)
                 pieces[0] = pieces[0].with_changes(leading_lines=merged)
                 carry = []
+            if self._pending_footer:
+                lead = self._pending_footer + list(pieces[0].leading_lines)
+                pieces[0] = pieces[0].with_changes(leading_lines=lead)
+                self._pending_footer = []
             out += pieces
+            self._pending_footer = footer
             after = self.plan.insert_after.get(orig, ())
             gap = [_blank(), _blank()] if self.depth == 0 else [_blank()]
             out += [_parse_stmt(src, self.module).with_changes(leading_lines=gap) for src in after]
@@ -133,22 +139,30 @@ class _Apply(cst.CSTTransformer):
         extra = [cst.EmptyLine(comment=header_comment)] if header_comment is not None else []
         first = stmts[0]
         stmts[0] = first.with_changes(leading_lines=list(with_node.leading_lines) + extra + list(first.leading_lines))
-        if isinstance(body, cst.IndentedBlock) and body.footer:
-            self._footer = list(body.footer)
-        return stmts
+        footer = list(body.footer) if isinstance(body, cst.IndentedBlock) else []
+        return stmts, footer
+
+    _pending_footer: list = []  # comment lines that closed a dissolved with-block
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self.depth += 1
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock):
         self.depth -= 1
+        self._pending_footer = []
         body = self._rebuild(original.body, updated.body)
+        footer = self._pending_footer + list(updated.footer)
+        self._pending_footer = []
         if not body:
             body = [cst.SimpleStatementLine([cst.Pass()])]
-        return updated.with_changes(body=body)
+        return updated.with_changes(body=body, footer=footer)
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
-        return updated.with_changes(body=self._rebuild(original.body, updated.body))
+        self._pending_footer = []
+        body = self._rebuild(original.body, updated.body)
+        footer = self._pending_footer + list(updated.footer)
+        self._pending_footer = []
+        return updated.with_changes(body=body, footer=footer)
 
 
 def _input_exprs(original: cst.Call, updated: cst.Call, cand) -> list[cst.BaseExpression]:

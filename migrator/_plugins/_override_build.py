@@ -21,6 +21,8 @@ from migrator.model import MANUAL, MIGRATED, OVERRIDE_MAP, PY_FUNC_GRADIENT, REG
 from migrator.naming import snake
 
 _NONE_GRAD = {"StopGradient"}
+#: how many gradients each built-in target returns (StopGradient: one None per input)
+_BUILTIN_ARITY = {"Identity": 1, "Neg": 1, "Sign": 1, "Floor": 1, "Round": 1, "Ceil": 1, "Rint": 1, "Add": 2, "AddV2": 2}
 _NONE_GRAD_ONE_INPUT = {"Floor", "Round", "Ceil", "Rint"}
 
 #: what to do in TF2, by op type, for refusals (the report's reason says it)
@@ -59,18 +61,22 @@ def _analyse_block(p: _Planner, block: Block) -> _BlockResult:
     cands = p.scan_block(block, block.mapping)
     used_types: dict[Block, set[str]] = {}
     for c in cands:
-        used_types.setdefault(c.block, set()).add(c.op_type)  # type: ignore[arg-type]
+        owner = c.block
+        while owner is not None and c.op_type not in owner.mapping:
+            owner = owner.stmt_parent
+        used_types.setdefault(owner or c.block, set()).add(c.op_type)  # type: ignore[arg-type]
         target = p.resolve_target(c.target)
         res.targets[id(c)] = target
         n = len(c.input_names)
         if isinstance(target, str):
             if c.variadic:
                 raise Refuse("TFG104", f"the built-in gradient {target} cannot serve a py_func with a list of inputs")
-            if target not in _NONE_GRAD and n != 1:
+            want = _BUILTIN_ARITY.get(target)
+            if want is not None and n != want:
                 raise Refuse(
                     "TFG104",
-                    f"{{{c.op_type!r}: {target!r}}}: the {target} gradient returns one value but {c.op_type} "
-                    f"has {n} inputs; TF1 raises 'Num gradients 1 generated ... do not match num inputs {n}'",
+                    f"{{{c.op_type!r}: {target!r}}}: the {target} gradient returns {want} value(s) but {c.op_type} "
+                    f"has {n} input(s); TF1 raises 'Num gradients {want} generated ... do not match num inputs {n}'",
                 )
         else:
             if target.fn is None and target.fn_param is None:
@@ -151,7 +157,6 @@ def build_plan(p: _Planner) -> OverridePlan:
 
     alias = col.tf_aliases[0] if col.tf_aliases else "tf"
     plan.tf_alias = alias
-    plan.add_tf_import = not col.tf_aliases
     wrappers: dict[tuple, str] = {}
     for b, res in results.items():
         _plan_block(p, b, res, helpers, wrappers)
@@ -256,6 +261,8 @@ def _wrapper_name(p: _Planner, c: Candidate, target) -> str:
     if isinstance(target, str):
         suffix = {
             "Identity": "straight_through",
+            "Add": "add_gradient",
+            "AddV2": "add_gradient",
             "Neg": "negated_gradient",
             "Sign": "zero_gradient",
         }.get(target, "without_gradient")
@@ -309,22 +316,31 @@ def _plan_block(p: _Planner, block: Block, res: _BlockResult, helpers: dict, wra
         out = "y" if "y" not in params else "y_out"
         forward_code = _code(c.forward) if c.forward is not None else _operator_forward(c, params)
         nested = c.needs_closure or (not isinstance(target, str) and target.scope is not col.module_scope)
+        alias = plan.tf_alias
+        if not col.tf_aliases and block.scope.tf_local_alias:
+            alias, nested = block.scope.tf_local_alias, True  # tensorflow is imported in this function only
         key = (forward_code, tuple(params), id(target) if not isinstance(target, str) else target,
                id(c.stmt) if nested else None)
         name = wrappers.get(key)
         if name is None:
             name = p.names.fresh(_wrapper_name(p, c, target))
             wrappers[key] = name
-            grad = _grad_code(c, target, spec, [x.lstrip("*") for x in params], out, plan.tf_alias)
-            lines = [f"@{plan.tf_alias}.custom_gradient", f"def {name}({', '.join(params)}):"]
+            grad = _grad_code(c, target, spec, [x.lstrip("*") for x in params], out, alias)
+            lines = [f"@{alias}.custom_gradient", f"def {name}({', '.join(params)}):"]
             one_line = f"{indent}return {forward_code}, {grad}"
-            if needs_out or len(one_line) + len(indent) * _depth(p, c) > 88:
+            if target in ("Add", "AddV2"):
+                lines += _add_gradient_lines(params, indent, alias) + [f"{indent}return {forward_code}, grad"]
+            elif needs_out or len(one_line) + len(indent) * _depth(p, c) > 88:
                 lines += [f"{indent}{out} = {forward_code}", f"{indent}return {out}, {grad}"]
             else:
                 lines += [f"{indent}return {forward_code}, {grad}"]
             source = nl.join(lines) + nl
             if nested:
                 plan.insert_before.setdefault(c.stmt, []).append(source)
+            else:
+                plan.add_tf_import = plan.add_tf_import or not col.tf_aliases
+            if nested:
+                pass
             elif not isinstance(target, str) and target.fn is not None and target.scope is col.module_scope:
                 plan.insert_after.setdefault(target.fn, []).append(source)
             else:
@@ -469,3 +485,19 @@ def _depth(p: _Planner, c: Candidate) -> int:
     if pos is None:
         return 0
     return pos.start.column // max(1, len(p.module.default_indent))
+
+
+def _add_gradient_lines(params: list[str], indent: str, tf: str) -> list[str]:
+    """TF's own Add gradient: dy to each input, summed down to the input's shape."""
+    x, y = params
+    i2 = indent * 2
+    return [
+        f"{indent}def grad(dy):",
+        f"{i2}# Add's gradient: dy for each input, summed over the dimensions it was broadcast along",
+        f"{i2}rx, ry = {tf}.raw_ops.BroadcastGradientArgs(s0={tf}.shape({x}), s1={tf}.shape({y}))",
+        f"{i2}return (",
+        f"{i2}{indent}{tf}.reshape({tf}.reduce_sum(dy, rx), {tf}.shape({x})),",
+        f"{i2}{indent}{tf}.reshape({tf}.reduce_sum(dy, ry), {tf}.shape({y})),",
+        f"{i2})",
+        "",
+    ]
