@@ -1,0 +1,66 @@
+"""[tool.tfgradmigrate] in the nearest pyproject.toml."""
+from __future__ import annotations
+
+import pytest
+
+from migrator import config
+
+TABLE = """
+[project]
+name = "x"
+
+[tool.tfgradmigrate]
+exclude = [
+    "third_party",  # vendored
+    "*_pb2.py",
+]
+jobs = 3
+annotate = true
+rtol = 1e-4
+atol = 0  # an int where a float is expected
+select = ["overrides"]
+
+[tool.other]
+jobs = "not ours"
+"""
+
+
+def test_nearest_pyproject_wins(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.tfgradmigrate]\njobs = 1\n")
+    inner = tmp_path / "a" / "b"
+    inner.mkdir(parents=True)
+    assert config.find_pyproject([str(inner)]) == str(tmp_path / "pyproject.toml")
+    (tmp_path / "a" / "pyproject.toml").write_text("")
+    assert config.find_pyproject([str(inner / "f.py"), str(inner)]) == str(tmp_path / "a" / "pyproject.toml")
+
+
+def test_load_checks_types(tmp_path):
+    p = tmp_path / "pyproject.toml"
+    p.write_text(TABLE)
+    assert config.load(str(p)) == {"exclude": ["third_party", "*_pb2.py"], "jobs": 3, "annotate": True,
+                                   "rtol": 1e-4, "atol": 0.0, "select": ["overrides"]}
+    p.write_text("[tool.tfgradmigrate]\nannotate = 1\n")
+    with pytest.raises(config.ConfigError, match="annotate must be true or false"):
+        config.load(str(p))
+    p.write_text("[tool.tfgradmigrate]\njobs = true\n")
+    with pytest.raises(config.ConfigError, match="jobs must be an integer"):
+        config.load(str(p))
+
+
+def test_unknown_keys_warn(tmp_path, capsys):
+    p = tmp_path / "pyproject.toml"
+    p.write_text("[tool.tfgradmigrate]\nfrobnicate = 1\n")
+    assert config.load(str(p)) == {}
+    assert "unknown key tool.tfgradmigrate.frobnicate" in capsys.readouterr().err
+
+
+def test_no_file_no_table():
+    assert config.load(None) == {}
+
+
+def test_fallback_reader_for_old_pythons_agrees_with_tomllib():
+    tomllib = pytest.importorskip("tomllib")
+    assert config.parse_tool_table(TABLE)["tool"]["tfgradmigrate"] == tomllib.loads(TABLE)["tool"]["tfgradmigrate"]
+    assert config.parse_tool_table("[project]\nname = 'x'\n") == {}
+    with pytest.raises(ValueError):
+        config.parse_tool_table("[tool.tfgradmigrate]\njobs = [1, 2\n")
