@@ -135,6 +135,7 @@ class Candidate:
     stmt: Optional[cst.CSTNode] = None  # the statement (inside the block) holding the op
     tf_name: Optional[str] = None
     block: Optional[Block] = None
+    post_lines: list = field(default_factory=list)  # extra lines after `y = forward` in the wrapper
 
 
 @dataclass(eq=False)
@@ -733,9 +734,24 @@ class _Planner:
             forward = call.with_changes(func=func, args=args)
             exprs, names, variadic = [inp], ["*inputs"], True
         closure = any(self._static_ok(e) is False for p, (_i, e) in bound.items() if p != "inp")
+        # py_func always returns a list for a list Tout; numpy_function in eager
+        # unwraps a one-element list.  Keep py_func's structure in every mode.
+        post: list[str] = []
+        tout_pos, tout = bound["Tout"]
+        if isinstance(tout, (cst.List, cst.Tuple)) and len(tout.elements) == 1:
+            args = list(forward.args)
+            args[tout_pos] = args[tout_pos].with_changes(value=tout.elements[0].value)
+            forward = cst.List([cst.Element(forward.with_changes(args=args))])
+        elif not isinstance(tout, (cst.List, cst.Tuple)) and self._static_ok(tout) is False:
+            tout_code = _code(tout)
+            alias = _code(func.value) if isinstance(func, cst.Attribute) else "tf"
+            post = [  # formatted by the builder with the output name and the module's indent
+                f"if isinstance({tout_code}, (list, tuple)) and {alias}.is_tensor({{out}}):",
+                "{indent}{out} = [{out}]  # tf.py_func returned a list here; eager numpy_function unwraps one output",
+            ]
         found.append(
             Candidate(call, op_type, emap[op_type], exprs, names, forward, variadic=variadic,
-                      needs_closure=closure, stmt=stmt, tf_name=name, block=block)
+                      needs_closure=closure, stmt=stmt, tf_name=name, block=block, post_lines=post)
         )
 
     @staticmethod

@@ -330,8 +330,9 @@ def _plan_block(p: _Planner, block: Block, res: _BlockResult, helpers: dict, wra
             one_line = f"{indent}return {forward_code}, {grad}"
             if target in ("Add", "AddV2"):
                 lines += _add_gradient_lines(params, indent, alias) + [f"{indent}return {forward_code}, grad"]
-            elif needs_out or len(one_line) + len(indent) * _depth(p, c) > 88:
-                lines += [f"{indent}{out} = {forward_code}", f"{indent}return {out}, {grad}"]
+            elif needs_out or c.post_lines or len(one_line) + len(indent) * _depth(p, c) > 88:
+                post = [indent + ln.format(out=out, indent=indent) for ln in c.post_lines]
+                lines += [f"{indent}{out} = {forward_code}", *post, f"{indent}return {out}, {grad}"]
             else:
                 lines += [f"{indent}return {forward_code}, {grad}"]
             source = nl.join(lines) + nl
