@@ -430,7 +430,7 @@ class _Rewrite:
             return
         kind = {"grad": TF_GRADIENTS, "hess": HESSIANS, "jac": JACOBIAN, "bjac": JACOBIAN}[c.kind]
         if c.refused is not None:
-            self._site(None, kind, c.refused.code, MANUAL, c.refused.reason, c.notes, c.line, c.col)
+            self._site(None, kind, c.refused.code, MANUAL, c.refused.reason, (), c.line, c.col)
         else:
             code = {"grad": "TFG003", "hess": "TFG005", "jac": "TFG004", "bjac": "TFG004"}[c.kind]
             self._site(None, kind, code, MIGRATED, codes.title(code), c.notes, c.line, c.col)
@@ -536,10 +536,8 @@ class _Rewrite:
                                        "result to a name first")
             child = cur
             cur = self.parents.get(cur)
-        if c.kind != "grad":
-            return
-        if isinstance(c.ys, cst.Call) and self._contains_api_call(c.ys):
-            raise Refuse("TFG128", "the targets contain another gradient call; bind it to a name first")
+        if any(self._contains_api_call(a.value) for a in c.node.args):
+            raise Refuse("TFG128", "an argument holds another gradient call; bind its result to a name first")
 
     def _is_gradient_call(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Call) and any(node is n for n, _ in self.find.calls)
@@ -696,6 +694,9 @@ class _Rewrite:
                 break
             cur = parent
         body = scope.body if isinstance(scope, cst.FunctionDef) else scope
+        self.scope_locals = effects(body).writes
+        if isinstance(scope, cst.FunctionDef):
+            self.scope_locals |= {p.name.value for p in _all_params(scope.params)}
         return effects(body).assigns, in_loop, isinstance(scope, cst.Module)
 
     def _slice(self, c: Call, flat: list[Item], nested: bool, scope_assigns: set, in_loop: bool) -> None:
@@ -766,8 +767,8 @@ class _Rewrite:
                 if dotted(a.targets[0].target) == key:
                     return [a.value]
             return [None]
-        if self.module_level and "." not in key:
-            return list(self.find.variables.get(key, []))
+        if "." not in key and (self.module_level or key not in self.scope_locals):
+            return list(self.find.variables.get(key, []))  # a module-level name
         return []
 
     def _expand_source(self, key: str, expr: cst.BaseExpression, flat: list[Item], k: int) -> list:
@@ -936,11 +937,21 @@ class _Rewrite:
         if dotted(xs) is not None:
             return xs if c.xs_list else cst.List([cst.Element(_clean(xs))])
         if isinstance(xs, cst.Tuple):
-            return cst.List(elements=[el.deep_clone() for el in xs.elements])
+            els = [el.deep_clone() for el in xs.elements]
+            els[-1] = els[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return cst.List(elements=els)
         return xs
 
     def _grad_call(self, c: Call, tape: str, ys, xs) -> cst.Call:
         return _call(f"{tape}.gradient", [_clean(ys), _clean(xs)], [(k, _clean(v)) for k, v in c.kwargs.items()])
+
+
+def _all_params(params: cst.Parameters) -> list:
+    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            out.append(star)
+    return out
 
 
 def _short(keys: set) -> str:

@@ -1,0 +1,562 @@
+"""The tf.gradients -> GradientTape rewrite (migrator/_plugins/gradients.py).
+
+Golden before/after pairs live in fixtures/grad_*/ (tests/test_golden.py checks
+the bytes).  Here: the sites each rewrite reports, refusals that leave code
+byte-identical, idempotence, and -- in subprocesses, one per mode -- that every
+runnable fixture computes the same numbers before and after:
+
+* before.py under TF1 graph semantics (``tf.compat.v1``, v2 behaviour off),
+* after.py under TF1 graph semantics with resource variables (how scripts still
+  built around a Session keep working),
+* after.py under TF2 eager,
+* after.py under TF2 with the function named in ``# tf.function: NAME`` traced.
+
+A fixture opts in with a ``# check: name, name`` line naming module-level values.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from migrator.model import MANUAL, MIGRATED
+from migrator.pipeline import Options, RunIndex, migrate_text
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "grad_*")))
+
+
+def migrate(src: str, **kw):
+    return migrate_text(textwrap.dedent(src), **kw)
+
+
+def only(sites):
+    assert len(sites) == 1, sites
+    return sites[0]
+
+
+# -- which calls ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "imports, call",
+    [
+        ("import tensorflow as tf", "tf.gradients"),
+        ("import tensorflow as tf", "tf.compat.v1.gradients"),
+        ("import tensorflow.compat.v1 as tf", "tf.gradients"),
+        ("import tensorflow", "tensorflow.gradients"),
+        ("import tensorflow as tf\nfrom tensorflow import gradients as g", "g"),
+        ("import tensorflow as tf\nfrom tensorflow.python.ops.gradients_impl import gradients", "gradients"),
+    ],
+)
+def test_every_spelling_is_rewritten(imports, call):
+    src = f"{imports}\n\nx = tensorflow_const = None\n"
+    tf = "tensorflow" if imports == "import tensorflow" else "tf"
+    src = f"{imports}\n\nx = {tf}.constant(2.0)\ny = x * x\nd = {call}(y, x)\n"
+    out, sites = migrate_text(src)
+    assert only(sites).status == MIGRATED and only(sites).code == "TFG003"
+    assert f"d = tape.gradient(y, [x])" in out
+    assert f"with {tf}.GradientTape() as tape:" in out
+    assert "from tensorflow import gradients" not in out and "gradients_impl" not in out
+
+
+def test_file_without_tensorflow_alias_gets_one():
+    src = "from tensorflow import gradients, constant\n\nx = constant(2.0)\ny = x * x\nd = gradients(y, x)\n"
+    out, sites = migrate_text(src)
+    assert only(sites).status == MIGRATED
+    assert out.startswith("from tensorflow import constant\nimport tensorflow as tf\n")
+    assert "with tf.GradientTape() as tape:" in out
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import mesh_tensorflow as mtf\n\ng = mtf.gradients([loss], [w])\n",
+        "def f(opt, loss):\n    return opt.compute_gradients(loss)\n",
+        "import memory_saving_gradients\n\ng = memory_saving_gradients.gradients(loss, xs)\n",
+        "class M:\n    def __init__(self):\n        self.gradients = None\n\n    def f(self, y):\n        return self.gradients(y)\n",
+        "def gradients(y, x):\n    return y\n\n\ng = gradients(1, 2)\n",
+        'import tensorflow as tf\n\nNOTE = "tf.gradients(y, x) in a string"\n',
+    ],
+)
+def test_look_alikes_are_untouched_and_unreported(src):
+    out, sites = migrate_text(src)
+    assert out == src and sites == []
+
+
+def test_non_call_reference_is_reported_not_rewritten():
+    src = "import tensorflow as tf\n\nfn = tf.gradients\n"
+    out, sites = migrate_text(src)
+    assert out == src
+    s = only(sites)
+    assert (s.status, s.code, s.line) == (MANUAL, "TFG128", 3)
+
+
+@pytest.mark.parametrize(
+    "imports, call",
+    [
+        ("from tensorflow.keras import backend as K", "K.gradients"),
+        ("import keras.backend as K", "K.gradients"),
+        ("import tensorflow as tf", "tf.keras.backend.gradients"),
+    ],
+)
+def test_keras_backend_gradients_is_reported(imports, call):
+    src = f"import tensorflow as tf\n{imports}\n\nx = tf.constant(1.0)\ny = x * x\ng = {call}(y, x)\n"
+    out, sites = migrate_text(src)
+    assert out == src
+    s = only(sites)
+    assert (s.status, s.code, s.kind) == (MANUAL, "TFG127", "tf_gradients")
+
+
+# -- the rewrite ----------------------------------------------------------------
+
+
+def test_region_starts_at_first_statement_reading_program_values():
+    out, _ = migrate(
+        """\
+        import numpy as np
+        import tensorflow as tf
+
+        a = tf.constant(np.ones(3, np.float32))
+        b = tf.Variable(2.0)
+        # forward
+        h = a * b
+        unrelated = tf.constant(7.0)
+        loss = tf.reduce_sum(h)
+        print("after the forward pass")
+        g = tf.gradients(loss, a)
+        """
+    )
+    assert out.endswith(
+        textwrap.dedent(
+            """\
+            b = tf.Variable(2.0)
+            # forward
+            with tf.GradientTape() as tape:
+                tape.watch(a)
+                h = a * b
+                unrelated = tf.constant(7.0)
+                loss = tf.reduce_sum(h)
+            print("after the forward pass")
+            g = tape.gradient(loss, [a])
+            """
+        )
+    )
+
+
+def test_source_defined_inside_region_is_watched_where_it_is_defined():
+    out, _ = migrate(
+        """\
+        import tensorflow as tf
+
+        def f(x):
+            h = tf.exp(x)
+            z = tf.constant(2.0) * h
+            y = z * z
+            return tf.gradients(y, [x, z])
+        """
+    )
+    assert "        tape.watch(x)\n        h = tf.exp(x)\n        z = tf.constant(2.0) * h\n        tape.watch(z)\n" in out
+
+
+def test_trainable_variables_are_not_watched_but_non_trainable_are():
+    out, _ = migrate(
+        """\
+        import tensorflow as tf
+
+        w = tf.Variable(1.0)
+        frozen = tf.Variable(2.0, trainable=False)
+        y = w * frozen
+        g = tf.gradients(y, [w, frozen])
+        """
+    )
+    assert "tape.watch(frozen)" in out and "tape.watch(w" not in out and "tape.watch([" not in out
+
+
+def test_source_bound_to_a_list_keeps_its_structure():
+    out, _ = migrate(
+        """\
+        import tensorflow as tf
+
+        a = tf.constant(1.0)
+        b = tf.constant(2.0)
+        params = [a, b]
+        y = a * b
+        g = tf.gradients(y, params)
+        """
+    )
+    assert "tape.watch([a, b])" in out and "g = tape.gradient(y, params)" in out
+
+
+def test_tuple_sources_become_a_list():
+    out, _ = migrate("import tensorflow as tf\n\na = tf.constant(1.0)\ny = a * a\ng = tf.gradients(y, (a,))\n")
+    assert "g = tape.gradient(y, [a])" in out
+
+
+def test_dropped_keywords_are_noted():
+    _, sites = migrate(
+        """\
+        import tensorflow as tf
+
+        a = tf.constant(1.0)
+        y = a * a
+        g = tf.gradients(y, a, name="g", gate_gradients=True, aggregation_method=None)
+        """
+    )
+    notes = only(sites).notes
+    assert any("name=" in n for n in notes) and any("gate_gradients=" in n for n in notes)
+    assert not any("aggregation_method" in n for n in notes)  # None is the default: nothing dropped
+
+
+def test_grad_ys_third_positional_and_keyword_become_output_gradients():
+    out, sites = migrate(
+        """\
+        import tensorflow as tf
+
+        a = tf.constant(1.0)
+        y = a * a
+        g1 = tf.gradients(y, a, tf.constant(3.0))
+        g2 = tf.gradients(y, a, grad_ys=tf.constant(3.0))
+        """
+    )
+    assert out.count("output_gradients=tf.constant(3.0)") == 2
+    assert "persistent=True" in out  # two gradients, one tape
+    assert all("grad_ys became output_gradients" in s.notes for s in sites)
+
+
+def test_independent_calls_get_separate_tapes_and_reuse_the_name():
+    out, _ = migrate(
+        """\
+        import tensorflow as tf
+
+        x = tf.constant(1.0)
+        y = x * x
+        g = tf.gradients(y, x)
+        z = tf.sin(x)
+        h = tf.gradients(z, x)
+        """
+    )
+    # the second region starts after the first call: no overlap, the name is reused
+    assert out.count("with tf.GradientTape() as tape:") == 2
+    assert "persistent" not in out
+
+
+def test_nested_blocks_and_functions():
+    out, sites = migrate(
+        """\
+        import tensorflow as tf
+
+        def step(x, training):
+            if training:
+                y = tf.reduce_sum(x * x)
+                g = tf.gradients(y, x)[0]
+            else:
+                g = None
+            return g
+        """
+    )
+    assert "    if training:\n        with tf.GradientTape() as tape:\n            tape.watch(x)\n" in out
+    assert only(sites).status == MIGRATED
+
+
+def test_value_from_an_outer_block_is_refused():
+    src = textwrap.dedent(
+        """\
+        import tensorflow as tf
+
+        def f(x, flag):
+            h = x * 2.0
+            if flag:
+                y = h * h
+                return tf.gradients(y, x)
+        """
+    )
+    out, sites = migrate_text(src)
+    assert out == src
+    s = only(sites)
+    assert s.code == "TFG120" and "`h`" in s.reason
+
+
+def test_use_pfor_false_and_parallel_iterations_need_a_persistent_tape():
+    out, _ = migrate(
+        """\
+        import tensorflow as tf
+        from tensorflow.python.ops.parallel_for import gradients as pfor_grads
+        from tensorflow.python.ops.parallel_for.gradients import jacobian
+
+        x = tf.constant([1.0, 2.0])
+        y = x * x
+        j = jacobian(y, x, parallel_iterations=4)
+        """
+    )
+    assert "with tf.GradientTape(persistent=True) as tape:" in out
+    assert "j = tape.jacobian(y, x, parallel_iterations=4)" in out
+    assert "import jacobian" not in out
+    # an import that was unused before the rewrite is none of our business
+    assert "from tensorflow.python.ops.parallel_for import gradients as pfor_grads" in out
+
+
+def test_names_do_not_collide():
+    out, _ = migrate(
+        """\
+        import tensorflow as tf
+
+        tape = "a recording"
+        x = tf.constant(1.0)
+        y = x * x
+        g = tf.gradients(y, x)
+        """
+    )
+    assert "with tf.GradientTape() as tape_1:" in out and "g = tape_1.gradient(y, [x])" in out
+
+
+def test_hoisted_target_gets_a_readable_fresh_name():
+    out, _ = migrate(
+        """\
+        import tensorflow as tf
+
+        x = tf.constant([1.0, 2.0])
+        y_sum = 3
+        y = x * x
+        g = tf.gradients(tf.reduce_sum(y), x)
+        """
+    )
+    assert "    y_sum_1 = tf.reduce_sum(y)\ng = tape.gradient(y_sum_1, [x])" in out
+
+
+# -- refusals: byte-identical, with an actionable reason ----------------------
+
+
+REFUSALS = [
+    ("TFG120", "def f(loss, x):\n    return tf.gradients(loss, x)\n"),
+    ("TFG120", "class M:\n    def grads(self, x):\n        return tf.gradients(self.loss, x)\n"),
+    ("TFG125", "x = tf.constant(1.0)\nlosses = [x * 2.0, x * 3.0]\nfor loss in losses:\n    g = tf.gradients(loss, x)\n"),
+    ("TFG121", '@tf.RegisterGradient("G")\ndef _g(op, grad):\n    y = op.outputs[0] * 2.0\n    return tf.gradients(y, op.inputs[0])\n'),
+    ("TFG121", "def body(i, x):\n    y = x * x\n    return i + 1, tf.gradients(y, x)[0]\n\n\nout = tf.while_loop(lambda i, x: i < 3, body, [0, tf.constant(1.0)])\n"),
+    ("TFG121", "x = tf.constant(1.0)\nr = tf.cond(x > 0, lambda: tf.gradients(x * x, x)[0], lambda: x)\n"),
+    ("TFG123", "a = tf.constant(2.0)\nb = 3.0 * a\nc = a + b\ng = tf.gradients(c, [a, b], stop_gradients=[b])\n"),
+    ("TFG124", "w = tf.Variable(1.0)\nloss = w * w\ng = tf.gradients(loss, tf.trainable_variables())\n"),
+    ("TFG124", "x = tf.constant([1.0])\ny = x * x\ng = tf.gradients(y, x[0])\n"),
+    ("TFG126", "x = tf.constant(1.0)\ny = tf.constant(2.0)\ng = tf.gradients(y, x)\n"),
+    ("TFG128", "x = tf.constant(1.0)\ny = x * x\nargs = (y, x)\ng = tf.gradients(*args)\n"),
+    ("TFG128", "x = tf.constant(1.0)\ny = x * x\ng = tf.gradients(y, x, foo=1)\n"),
+    ("TFG128", "x = tf.constant(1.0)\ny = x * x\nf = lambda: tf.gradients(y, x)\n"),
+    ("TFG128", "x = tf.constant(1.0)\ny = x * x\ngs = [tf.gradients(y, x) for _ in range(2)]\n"),
+    ("TFG128", "x = tf.constant(1.0)\ny = x * x\nif True: g = tf.gradients(y, x)\n"),
+    ("TFG128", "x = tf.constant([1.0])\ny = tf.reduce_sum(x * x)\nh = tf.gradients(tf.gradients(y, x)[0], x)\n"),
+    ("TFG128", "a = tf.constant(1.0)\nb = tf.constant(2.0)\ny = a * b\nh = tf.hessians(y, [a, b])\n"),
+]
+
+
+@pytest.mark.parametrize("code, body", REFUSALS, ids=[f"{c}-{i}" for i, (c, _) in enumerate(REFUSALS)])
+def test_refusals_leave_code_byte_identical(code, body):
+    src = "import tensorflow as tf\n\n" + body
+    out, sites = migrate_text(src)
+    assert out == src
+    assert sites and all(s.status == MANUAL for s in sites)
+    assert code in {s.code for s in sites}
+    assert all(s.reason for s in sites)
+
+
+def test_manual_call_is_never_moved_into_another_tape():
+    src = textwrap.dedent(
+        """\
+        import tensorflow as tf
+
+        a = tf.constant(2.0)
+        b = 3.0 * a
+        g_stop = tf.gradients(b, a, stop_gradients=[a])
+        c = a + b
+        g_all = tf.gradients(c, [a, b])
+        """
+    )
+    out, sites = migrate_text(src)
+    assert out == src
+    assert {s.code for s in sites} == {"TFG123", "TFG128"}
+
+
+def test_stop_gradients_call_beside_a_migrated_one():
+    src = open(os.path.join(ROOT, "fixtures", "grad_refuse_stop_gradients", "before.py")).read()
+    src = src.replace("g_stop =", "g_all = tf.gradients(c, [a, b])\ng_stop =")
+    out, sites = migrate_text(src)
+    assert "g_stop = tf.gradients(c, [a, b], stop_gradients=[a, b])\n" in out
+    assert sorted((s.code, s.status) for s in sites) == [("TFG003", MIGRATED), ("TFG123", MANUAL)]
+
+
+def test_unmigrated_override_in_this_file_refuses_every_call():
+    src = textwrap.dedent(
+        """\
+        import tensorflow as tf
+
+        def f(x):
+            with tf.get_default_graph().gradient_override_map({"MatMul": "Unknown"}):
+                y = unknown_helper(x)
+            return y
+
+        x = tf.constant(1.0)
+        y = f(x)
+        g = tf.gradients(y, x)
+        """
+    )
+    out, sites = migrate_text(src)
+    grads = [s for s in sites if s.kind == "tf_gradients"]
+    assert "tf.gradients(y, x)" in out and grads and grads[0].code == "TFG122"
+
+
+def test_unmigrated_override_in_an_imported_module_refuses_the_call():
+    src = "import tensorflow as tf\nfrom mypkg import layers\n\nx = tf.constant(1.0)\ny = layers.f(x)\ng = tf.gradients(y, x)\n"
+    index = RunIndex()
+    index.add_file("main.py", src)
+    index.unmigrated_override_modules.add("mypkg.layers")
+    out, sites = migrate_text(src, path="main.py", index=index)
+    assert out == src
+    s = only(sites)
+    assert s.code == "TFG122" and "mypkg.layers" in s.reason
+
+
+def test_select_without_gradients_changes_nothing():
+    src = "import tensorflow as tf\n\nx = tf.constant(1.0)\ny = x * x\ng = tf.gradients(y, x)\n"
+    out, sites = migrate_text(src, options=Options(select=frozenset({"overrides"})))
+    assert out == src and sites == []
+
+
+def test_sites_report_original_lines_and_columns():
+    src = "import tensorflow as tf\n\nx = tf.constant(1.0)\n\ny = x * x\ng = tf.gradients(y, x)\n"
+    out, sites = migrate_text(src)
+    s = only(sites)
+    assert (s.line, s.col) == (6, 5)
+    assert out.splitlines()[s.new_line - 1] == "g = tape.gradient(y, [x])"
+
+
+@pytest.mark.parametrize("case", FIXTURES, ids=[os.path.basename(c) for c in FIXTURES])
+def test_fixture_is_idempotent_and_manual_ones_are_untouched(case):
+    before = open(os.path.join(case, "before.py")).read()
+    after = open(os.path.join(case, "after.py")).read()
+    out, sites = migrate_text(before)
+    assert out == after
+    again, _ = migrate_text(after)
+    assert again == after
+    if all(s.status == MANUAL for s in sites):
+        assert after == before
+
+
+# -- the numbers: before under TF1 == after under TF1 (resource variables), TF2, tf.function --
+
+HARNESS = r"""
+import ast, json, re, runpy, sys
+import numpy as np
+mode, paths = sys.argv[1], json.loads(sys.argv[2])
+if mode.startswith("v1"):
+    import tensorflow.compat.v1 as tf
+    tf.disable_v2_behavior()
+    if mode == "v1r":
+        tf.enable_resource_variables()
+    sys.modules["tensorflow"] = tf
+else:
+    import tensorflow as tf
+
+def marker(path, key):
+    for line in open(path):
+        m = re.match(r"# %s: (.*)" % key, line)
+        if m:
+            return [n.strip() for n in m.group(1).split(",")]
+    return []
+
+def execute(path):
+    if mode != "fn":
+        return runpy.run_path(path)
+    tree = ast.parse(open(path).read())
+    for name in marker(path, "tf.function"):
+        top = name.split(".")[0]
+        for i, node in enumerate(tree.body):
+            if getattr(node, "name", None) == top:
+                wrap = ast.parse("%s = tf.function(%s)" % (name, name)).body[0]
+                tree.body.insert(i + 1, wrap)
+                break
+    ns = {"__name__": "__main__", "__file__": path}
+    exec(compile(tree, path, "exec"), ns)
+    return ns
+
+def plain(v):
+    if v is None:
+        return None
+    return np.asarray(v, dtype=np.float64).tolist()
+
+out = {}
+for path in paths:
+    try:
+        if mode.startswith("v1"):
+            with tf.Graph().as_default():
+                ns = execute(path)
+                leaves = tf.nest.flatten([ns[n] for n in marker(path, "check")])
+                live = [x for x in leaves if x is not None]
+                with tf.Session() as sess:
+                    sess.run(tf.global_variables_initializer())
+                    got = iter(sess.run(live))
+                vals = [None if x is None else next(got) for x in leaves]
+        else:
+            ns = execute(path)
+            leaves = tf.nest.flatten([ns[n] for n in marker(path, "check")])
+            vals = [None if x is None else x.numpy() for x in leaves]
+        out[path] = [plain(v) for v in vals]
+    except Exception as e:
+        out[path] = "ERROR %s: %s" % (type(e).__name__, str(e)[:400])
+print("RESULT " + json.dumps(out))
+"""
+
+RUNNABLE = [c for c in FIXTURES if "# check:" in open(os.path.join(c, "before.py")).read()]
+
+
+def _run(mode: str, paths: list[str]) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    p = subprocess.run([sys.executable, "-c", HARNESS, mode, json.dumps(paths)], capture_output=True, text=True,
+                       timeout=600, env=env)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise AssertionError(p.stderr[-3000:])
+
+
+@pytest.fixture(scope="module")
+def numbers():
+    pytest.importorskip("tensorflow")
+    before = [os.path.join(c, "before.py") for c in RUNNABLE]
+    after = [os.path.join(c, "after.py") for c in RUNNABLE]
+    fn = [p for p in after if "# tf.function:" in open(p).read()]
+    return {
+        "v1": {os.path.dirname(k): v for k, v in _run("v1", before).items()},
+        "v1r": {os.path.dirname(k): v for k, v in _run("v1r", after).items()},
+        "v2": {os.path.dirname(k): v for k, v in _run("v2", after).items()},
+        "fn": {os.path.dirname(k): v for k, v in _run("fn", fn).items()},
+    }
+
+
+def _close(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, list) or isinstance(b, list):
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(map(_close, a, b))
+    return abs(a - b) <= 1e-6 + 1e-5 * abs(b)
+
+
+@pytest.mark.parametrize("mode", ["v1r", "v2", "fn"])
+@pytest.mark.parametrize("case", RUNNABLE, ids=[os.path.basename(c) for c in RUNNABLE])
+def test_after_computes_what_before_computed(case, mode, numbers):
+    if case not in numbers[mode]:
+        pytest.skip("no tf.function marker")
+    old, new = numbers["v1"][case], numbers[mode][case]
+    assert not isinstance(old, str), old
+    assert not isinstance(new, str), new
+    assert _close(old, new), (old, new)
+
+
+def test_integer_source_gives_none_in_every_mode(numbers):
+    case = os.path.join(ROOT, "fixtures", "grad_integer_source")
+    for mode in ("v1", "v1r", "v2"):
+        gn, gx = numbers[mode][case]
+        assert gn is None and gx == [1.0, 2.0, 3.0]
