@@ -119,8 +119,11 @@ def test_file_layer_round_trip_is_exact(data):
     assert twice == once
 
 
-REAL = sorted(glob.glob(os.path.join(ROOT, "fixtures", "*", "*.py"))
-              + glob.glob(os.path.join(ROOT, "..", "shared", "acceptance", "cases", "*.py")))
+#: real-ish files: the shared acceptance cases and fixture helpers (before/after.py
+#: pairs are already run both ways by tests/test_golden.py)
+REAL = sorted([p for p in glob.glob(os.path.join(ROOT, "fixtures", "*", "*.py"))
+               if os.path.basename(p) not in ("before.py", "after.py")]
+              + glob.glob(os.path.join(ROOT, "..", "shared", "acceptance", "cases", "**", "*.py"), recursive=True))
 
 
 @pytest.mark.parametrize("path", REAL, ids=[os.path.relpath(p, ROOT) for p in REAL])
