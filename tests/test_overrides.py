@@ -292,3 +292,21 @@ def test_generated_override_blocks_parse_and_are_idempotent(src):
     else:
         assert "gradient_override_map" not in out
         assert out.count("# step") == src.count("# step")  # every comment kept
+
+
+def test_rewrites_doc_is_generated_from_the_current_fixtures():
+    import glob
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(root, "tools"))
+    try:
+        import gen_rewrite_docs
+    finally:
+        sys.path.pop(0)
+    documented = {case for case, _t, _x in gen_rewrite_docs.RULES}
+    fixtures = {os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(root, "fixtures", "ov_*", "before.py"))}
+    assert fixtures == documented, "every override fixture is a documented rule"
+    rc = subprocess.call([sys.executable, os.path.join(root, "tools", "gen_rewrite_docs.py"), "--check"])
+    assert rc == 0, "docs/rewrites.md is stale: run python tools/gen_rewrite_docs.py"
