@@ -302,3 +302,13 @@ def test_shipped_table_matches_fresh_trace():
     for op_type, a in fresh["op_arity"].items():
         assert shipped["op_arity"][op_type] == a
         assert shipped["op_defaults"].get(op_type) == fresh["op_defaults"].get(op_type)
+
+
+def test_argument_variants():
+    # casting to the input's own dtype makes no op: {"Cast": ...} would match nothing
+    assert optable.function_info("tensorflow.cast")["arg_variants"]["dtype=input dtype"] == []
+    where1 = optable.function_info("tensorflow.where")["arg_variants"]["x=None,y=None"]
+    assert [o["type"] for o in where1] == ["Where"]
+    assert optable.possible_op_types("tensorflow.where") == ["Select", "SelectV2", "Where"]
+    clip = optable.function_info("tensorflow.clip_by_value")["arg_variants"]
+    assert [o["inputs"] for o in clip["clip_value_min=-1.0,clip_value_max=1.0"]] == [["t", None], [None, None]]

@@ -607,6 +607,13 @@ ARG_VARIANTS.update({
     "normal": {"mean=1.0,stddev=2.0": lambda a, n: {"mean": 1.0, "stddev": 2.0}},
     "truncated_normal": {"mean=1.0,stddev=2.0": lambda a, n: {"mean": 1.0, "stddev": 2.0}},
     "transpose": {"perm=[1,0]": lambda a, n: {"perm": [1, 0]}},
+    # casting to the input's own dtype makes no op at all
+    "cast": {"dtype=input dtype": lambda a, n: {"dtype": getattr(a.tf, a.dtype)}},
+    "saturate_cast": {"dtype=input dtype": lambda a, n: {"dtype": getattr(a.tf, a.dtype)}},
+    # where(condition) alone: the indices form
+    "where": {"x=None,y=None": lambda a, n: {"x": None, "y": None}},
+    "clip_by_value": {"clip_value_min=-1.0,clip_value_max=1.0":
+                      lambda a, n: {"clip_value_min": -1.0, "clip_value_max": 1.0}},
 })
 # conv2d's filter param is called filter (v1) or filters (v2); set whichever is required by name rules.
 
