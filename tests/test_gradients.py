@@ -560,3 +560,51 @@ def test_integer_source_gives_none_in_every_mode(numbers):
     for mode in ("v1", "v1r", "v2"):
         gn, gx = numbers[mode][case]
         assert gn is None and gx == [1.0, 2.0, 3.0]
+
+
+def test_loop_body_reading_constants_and_variables_from_outside_is_migrated():
+    out, sites = migrate(
+        """\
+        import tensorflow as tf
+
+        x = tf.constant([1.0, 2.0])
+        w = tf.Variable([0.5, 0.5])
+        for step in range(3):
+            loss = tf.reduce_sum((x * w) ** 2)
+            g = tf.gradients(loss, w)[0]
+        """
+    )
+    assert only(sites).status == MIGRATED
+    assert "    with tf.GradientTape() as tape:\n        loss = tf.reduce_sum((x * w) ** 2)\n    g = tape.gradient(loss, w)\n" in out
+
+
+def test_block_under_a_context_manager_watches_outer_source():
+    out, sites = migrate(
+        """\
+        import tensorflow as tf
+
+        x = tf.placeholder(tf.float32, [3])
+        with tf.name_scope("loss"):
+            y = tf.reduce_sum(tf.sin(x))
+            g = tf.gradients(y, x)
+        """
+    )
+    assert only(sites).status == MIGRATED
+    assert "        tape.watch(x)\n        y = tf.reduce_sum(tf.sin(x))\n    g = tape.gradient(y, [x])" in out
+
+
+def test_pfor_module_alias_is_rewritten_and_its_import_removed():
+    out, sites = migrate(
+        """\
+        import tensorflow as tf
+        import tensorflow.python.ops.parallel_for.gradients as pfor
+        from tensorflow.python.ops.parallel_for import gradients as pg
+
+        x = tf.constant([[1.0, 2.0]])
+        y = x * x
+        j = pfor.jacobian(y, x)
+        b = pg.batch_jacobian(y, x)
+        """
+    )
+    assert "parallel_for" not in out
+    assert [s.code for s in sites] == ["TFG004", "TFG004"]

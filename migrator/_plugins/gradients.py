@@ -233,6 +233,8 @@ class _Find(cst.CSTVisitor):
             full = a.evaluated_name
             bound = a.evaluated_alias or full.split(".")[0]
             self.imported.add(bound)
+            if full == PFOR:
+                self.api_aliases[bound] = PFOR
             if self.tf_alias is None and full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
                 if a.asname is not None or full == "tensorflow":
                     self.tf_alias = bound
@@ -247,7 +249,7 @@ class _Find(cst.CSTVisitor):
             full = normalize(f"{mod}.{a.evaluated_name}")
             if full is not None:
                 full = {"tensorflow.python.ops.gradients_impl.gradients": GRADIENTS}.get(full, full)
-            if full in APIS:
+            if full in APIS or full == PFOR:
                 self.api_aliases[bound] = full
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
@@ -631,12 +633,12 @@ class _Rewrite:
         self.flat = flat
         parent_block = self.parents.get(block)
         nested = not isinstance(block, cst.Module) and not isinstance(parent_block, (cst.FunctionDef, cst.ClassDef))
-        scope_assigns, in_loop, self.module_level = self._scope_facts(block)
+        scope_assigns, in_loop, self.module_level, computed = self._scope_facts(block)
         while True:
             for c in alive:
                 if c.refused is None:
                     try:
-                        self._slice(c, flat, nested, scope_assigns, in_loop)
+                        self._slice(c, flat, nested, scope_assigns, in_loop, computed)
                     except Refuse as r:
                         self._refuse(c, r)
             live = [c for c in alive if c.refused is None]
@@ -680,7 +682,7 @@ class _Rewrite:
         if c.partner is not None and c.partner.refused is None:
             c.partner.refused = r
 
-    def _scope_facts(self, block: BlockNode) -> tuple[set, bool, bool]:
+    def _scope_facts(self, block: BlockNode) -> tuple[set, bool, bool, set]:
         """Keys assigned anywhere in the enclosing scope; whether block is in a loop of it."""
         cur = block
         in_loop = False
@@ -694,12 +696,49 @@ class _Rewrite:
                 break
             cur = parent
         body = scope.body if isinstance(scope, cst.FunctionDef) else scope
-        self.scope_locals = effects(body).writes
+        fx = effects(body)
+        self.scope_locals = set(fx.writes)
         if isinstance(scope, cst.FunctionDef):
             self.scope_locals |= {p.name.value for p in _all_params(scope.params)}
-        return effects(body).assigns, in_loop, isinstance(scope, cst.Module)
+        return fx.assigns, in_loop, isinstance(scope, cst.Module), self._computed(body)
 
-    def _slice(self, c: Call, flat: list[Item], nested: bool, scope_assigns: set, in_loop: bool) -> None:
+    def _computed(self, body: cst.CSTNode) -> set:
+        """Keys of the scope that some statement binds to a computed value (not only to constants)."""
+        rw = self
+        out: set = set()
+
+        def targets(node: cst.BaseExpression) -> set:
+            return effects(cst.Assign([cst.AssignTarget(node)], cst.Name("None"))).assigns
+
+        class V(cst.CSTVisitor):
+            def visit_SimpleStatementLine(self, node):
+                fx = effects(node)
+                if not rw._inert(node, fx):
+                    out.update(fx.assigns)
+                return False
+
+            def visit_For(self, node):
+                out.update(targets(node.target))
+
+            def visit_WithItem(self, node):
+                if node.asname is not None:
+                    out.update(targets(node.asname.name))
+
+            def visit_ExceptHandler(self, node):
+                if node.name is not None:
+                    out.update(targets(node.name.name))
+
+            def visit_FunctionDef(self, node):
+                return False
+
+            def visit_ClassDef(self, node):
+                return False
+
+        body.visit(V())
+        return out
+
+    def _slice(self, c: Call, flat: list[Item], nested: bool, scope_assigns: set, in_loop: bool,
+               computed: set) -> None:
         k = c.item
         need = set(c.ys_keys)
         S: list[int] = []
@@ -748,8 +787,10 @@ class _Rewrite:
                 reads = set()
                 for i in S:
                     reads |= flat[i].fx.reads
+                source_keys = {key for key, _ in sources}
                 for r in sorted(reads):
-                    if r in scope_assigns and not touches(written_here, {r}):
+                    # a value computed in an enclosing block may depend on a source the tape cannot see
+                    if r in computed and not touches(written_here, {r}) and not touches({r}, source_keys):
                         raise Refuse("TFG120", f"`{r}` feeds `{ys_txt}` but is computed outside this block; "
                                                "compute it inside a GradientTape in the same block as the "
                                                "gradient")
@@ -1105,6 +1146,16 @@ def _remove_dead_imports(before: cst.Module, after: cst.Module, aliases: dict) -
         return after
 
     class T(cst.CSTTransformer):
+        def leave_Import(self, original, updated):
+            keep = [a for a in updated.names
+                    if (a.evaluated_alias or a.evaluated_name.split(".")[0]) not in dead or a.asname is None]
+            if len(keep) == len(updated.names):
+                return updated
+            if not keep:
+                return cst.RemoveFromParent()
+            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(names=keep)
+
         def leave_ImportFrom(self, original, updated):
             if isinstance(updated.names, cst.ImportStar):
                 return updated
