@@ -127,6 +127,13 @@ FILL_WHEN_NONE = {
     "inp", "func", "Tout", "dtype", "shape", "data", "images", "ksize", "predictions",
     "targets", "pos_weight", "num_or_size_splits", "size", "begin", "params", "ids",
 }
+#: optional param -> params that make it redundant (deprecated aliases)
+ALIAS_DROP = {
+    "input": ("input_tensor", "x", "value", "features", "logits", "tensor", "images"),
+    "filters": ("filter",),
+    "value": ("input", "x", "features", "logits", "tensor"),
+    "x": ("input", "input_tensor", "features", "logits"),
+}
 INT_TENSOR_NAMES = {"indices", "segment_ids", "lengths", "k", "n"}
 BOOL_TENSOR_NAMES = {"condition", "cond", "pred"}
 
@@ -235,6 +242,8 @@ class _Args:
         if low in ("axis", "dim", "reduction_indices", "axes", "split_dim", "concat_dim", "batch_axis", "seq_axis", "seq_dim", "batch_dim"):
             self.guessed = True  # another alt tries a list
             return [0] if alt == 1 else 0
+        if low in ("shift",):
+            return 1
         if low in ("keep_prob",):
             return 0.5
         if low in ("message", "msg"):
@@ -454,6 +463,11 @@ def _call_in_graph(fn, fname, params, required, alt, timeout, extra, args, g, sh
         kwargs.update(extra(args, names))
     pos = [kwargs.pop(p.name) for p in params
            if p.kind == p.POSITIONAL_ONLY and p.name in kwargs]
+    if "__args__" in kwargs:  # an override giving every positional arg (einsum)
+        pos = kwargs.pop("__args__")
+        for p in params:
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                kwargs.pop(p.name, None)
     with _time_limit(timeout):
         fn(*pos, **kwargs)
     return _record_ops(g, args)
@@ -481,6 +495,10 @@ def trace_call(fn: Callable, fname: str, timeout: float = 3.0, max_tries: int = 
     # ``sigmoid_cross_entropy_with_logits(labels=None, logits=None)``)
     optional_none = [p for p in params if p.default is None and p.name in FILL_WHEN_NONE
                      and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    # deprecated aliases (count_nonzero(input_tensor=..., input=...)): fill one only
+    present = {p.name for p in required + optional_none}
+    optional_none = [p for p in optional_none
+                     if not any(other in present for other in ALIAS_DROP.get(p.name, ()))]
     no_axis = [p for p in optional_none if p.name != "axis"]
     phases = [required]
     for extra_params in (no_axis, optional_none):
@@ -577,6 +595,30 @@ def _conv(rank):
     return make
 
 
+def _conv_transpose(a, names):
+    iname = "input" if "input" in names and "value" not in names else "value"
+    fname = "filter" if "filter" in names else "filters"
+    return {iname: a.tensor(iname, shape=[1, 4, 4, 2]), fname: a.tensor(fname, shape=[2, 2, 2, 2]),
+            "output_shape": [1, 4, 4, 2], "strides": 1, "padding": "SAME"}
+
+
+def _depthwise(a, names):
+    return {"input": a.tensor("input", shape=[1, 4, 4, 2]), "filter": a.tensor("filter", shape=[2, 2, 2, 1]),
+            "strides": [1, 1, 1, 1], "padding": "SAME"}
+
+
+def _separable(a, names):
+    return {"input": a.tensor("input", shape=[1, 4, 4, 2]),
+            "depthwise_filter": a.tensor("depthwise_filter", shape=[2, 2, 2, 1]),
+            "pointwise_filter": a.tensor("pointwise_filter", shape=[1, 1, 2, 2]),
+            "strides": [1, 1, 1, 1], "padding": "SAME"}
+
+
+def _einsum(a, names):
+    a.lists["*inputs"] = 2
+    return {"__args__": ["ij,jk->ik"] + [a.tensor(f"*inputs[{j}]") for j in range(2)]}
+
+
 def _sparse_xent(a, names):
     return {"labels": a.tensor("labels", "int32", [None]), "logits": a.tensor("logits", shape=[None, 2])}
 
@@ -590,6 +632,10 @@ OVERRIDES.update({
     "conv3d": _conv(3),
     "bias_add": lambda a, names: {"value": a.tensor("value", shape=[None, 2]), "bias": a.tensor("bias", shape=[2])},
     "py_func": _pyfunc,
+    "conv2d_transpose": _conv_transpose,
+    "depthwise_conv2d": _depthwise,
+    "separable_conv2d": _separable,
+    "einsum": _einsum,
     "sparse_softmax_cross_entropy_with_logits": _sparse_xent,
     "dropout": lambda a, n: {"keep_prob": 0.5, "rate": None} if "keep_prob" in n else {"rate": 0.5},
     "numpy_function": _pyfunc,
