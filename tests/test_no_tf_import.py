@@ -39,12 +39,16 @@ def test_files_without_candidates_never_load_libcst(tmp_path):
     assert out == {"code": 0, "tf": False, "libcst": False}
 
 
+SOURCE = (
+    "import tensorflow as tf\n\n@tf.RegisterGradient('X')\ndef _g(op, grad):\n    return grad\n\n"
+    "x = tf.constant(1.0)\nwith tf.get_default_graph().gradient_override_map({'Identity': 'X'}):\n"
+    "    y = tf.identity(x)\ng = tf.gradients(y, x)\n"
+)
+
+
 def test_rewriting_never_imports_tensorflow(tmp_path):
-    (tmp_path / "a.py").write_text(
-        "import tensorflow as tf\n\n@tf.RegisterGradient('X')\ndef _g(op, grad):\n    return grad\n\n"
-        "x = tf.constant(1.0)\nwith tf.get_default_graph().gradient_override_map({'Identity': 'X'}):\n"
-        "    y = tf.identity(x)\ng = tf.gradients(y, x)\n")
-    for mode in ([], ["--diff"], ["--check"]):
+    for mode in (["--diff"], ["--check"], []):
+        (tmp_path / "a.py").write_text(SOURCE)  # afresh: the write mode may migrate it
         out = probe("--jobs", "1", *mode, tmp_path)
         assert out["tf"] is False
         assert out["libcst"] is True  # the file passed the prefilter, so it was parsed
