@@ -570,10 +570,6 @@ def trace_call(fn: Callable, fname: str, timeout: float = 3.0, max_tries: int = 
 
 # ------------------------------------------------------------------ overrides
 
-def _t(label, dtype=None, shape="same"):
-    return lambda a: a.tensor(label, dtype=dtype, shape=shape)
-
-
 def _pyfunc(a, names):
     a.lists["inp"] = 2
     return {"func": lambda *x: x[0], "Tout": a.tf.float32,
