@@ -106,6 +106,7 @@ RULES = [
     ("ov_operator_mul_neg", "Ops made by operators", "`a * b` is `Mul`, `-c` is `Neg`; Python arithmetic on literals creates no op."),
     ("ov_one_helper_two_blocks", "One registration, several sites", "The helper is kept once; each op type gets its own wrapper."),
     ("ov_flip_gradient_builder", "Per-call gradient names (the flip-gradient builder)", "The dynamic name links the registration to the map; the closure over `scale` keeps working."),
+    ("ov_registration_in_if", "Registration guarded by an `if`, graph from a session", "Each block is judged on its own: the Keras model makes the first one manual, the second is migrated."),
     ("ov_pyfunc_list_inputs", "py_func with a registered gradient", "`tf.py_func` becomes `tf.numpy_function` inside the custom gradient."),
     ("ov_pyfunc_passed_grad", "py_func recipe with the gradient passed as a value", "Each function passed as `grad` is converted; the unique-name machinery goes."),
     ("ov_sess_graph", "`sess.graph`", ""),

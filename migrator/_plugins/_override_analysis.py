@@ -408,7 +408,15 @@ class _Planner:
         if key is None:
             return []
         bound = scope.lookup_assigns(key) or (scope.module().assigns.get(key) if "." in key else None) or []
-        return [(key, stmt) for stmt, _v in bound]
+        # only bindings whose value has no side effect may be deleted once dead
+        return [(key, stmt) for stmt, value in bound if self._pure_graph_expr(value)]
+
+    def _pure_graph_expr(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Call):
+            return self.col.tf(value) == "tensorflow.get_default_graph" and not value.args
+        if isinstance(value, cst.Attribute) and value.attr.value == "graph":
+            return dotted(value) is not None  # sess.graph, not K.get_session().graph
+        return False
 
     def parse_map(self, block: Block) -> dict[str, tuple]:
         call = block.call
@@ -608,8 +616,13 @@ class _Planner:
             self.def_cache[d] = None  # recursion guard
             err = None
             sub: list[Candidate] = []
-            dummy = Block(cst.With(items=[], body=cst.IndentedBlock(body=[])), cst.Call(func=cst.Name("x")),
-                          self.col.scope_of_def.get(d) or self.col.module_scope, None, 0, 0)  # type: ignore[arg-type]
+            # scan the body as if it were a block of its own (no candidates may come out of it)
+            dummy = Block(
+                cst.With(items=[cst.WithItem(cst.Name("_"))], body=cst.IndentedBlock(body=[])),
+                cst.Call(func=cst.Name("_")),
+                self.col.scope_of_def.get(d) or self.col.module_scope,  # type: ignore[arg-type]
+                None, 0, 0,
+            )
             try:
                 for s in d.body.body if isinstance(d.body, cst.IndentedBlock) else [d.body]:
                     self._scan(s, s, emap, dummy, sub, dummy.scope)

@@ -19,6 +19,20 @@ def _blank() -> cst.EmptyLine:
     return cst.EmptyLine(indent=False)
 
 
+def _join_lines(a: Sequence[cst.EmptyLine], b: Sequence[cst.EmptyLine]) -> list:
+    """``a + b`` without doubling the blank lines where they meet."""
+    a, b = list(a), list(b)
+    tail = 0
+    while tail < len(a) and a[len(a) - 1 - tail].comment is None:
+        tail += 1
+    head = 0
+    while head < len(b) and b[head].comment is None:
+        head += 1
+    if tail >= head:
+        return a + b[head:]
+    return a[: len(a) - tail] + b
+
+
 def _merge_blanks(removed: Sequence[cst.EmptyLine], following: Sequence[cst.EmptyLine], first: bool) -> list:
     """Leading lines for the statement after a removed one.
 
@@ -46,6 +60,8 @@ class _Apply(cst.CSTTransformer):
         self.plan = plan
         self.module = module
         self.depth = 0
+        self._dissolved_bodies = {w.body for w in plan.dissolve}
+        self._in_dissolved_body = False
 
     # -- expressions ---------------------------------------------------------
     def _replacement(self, original, updated):
@@ -92,31 +108,39 @@ class _Apply(cst.CSTTransformer):
     def _rebuild(self, originals: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode]) -> list:
         out: list = []
         carry: list[cst.EmptyLine] = []  # blank lines of removed statements
+        removed_before = False
         for orig, upd in zip(originals, updated):
             if isinstance(upd, cst.RemovalSentinel):
                 continue
             if orig in self.plan.remove:
                 carry = _merge_blanks(carry, getattr(upd, "leading_lines", ()), first=not out)
+                removed_before = True
                 continue
             before = [_parse_stmt(src, self.module) for src in self.plan.insert_before.get(orig, ())]
             footer = []
             if orig in self.plan.dissolve:
                 pieces, footer = self._dissolve(upd)
+                if not out:  # the with opened its block: so does its first statement now
+                    pieces[0] = pieces[0].with_changes(leading_lines=_merge_blanks([], pieces[0].leading_lines, first=True))
             else:
                 pieces = [upd]
             if before:
                 first = pieces[0]
                 lead = list(first.leading_lines)
+                if not any(ln.comment is None for ln in lead[:1]):
+                    lead = [_blank()] + lead  # a generated def is set off from the code above it
+                if not out and not self._in_dissolved_body:
+                    lead = _merge_blanks([], lead, first=True)  # ... unless it opens the block
                 before[0] = before[0].with_changes(leading_lines=lead)
                 gap = [_blank(), _blank()] if self.depth == 0 else [_blank()]
                 for i in range(1, len(before)):
                     before[i] = before[i].with_changes(leading_lines=gap)
                 pieces[0] = first.with_changes(leading_lines=gap)
                 pieces = before + pieces
-            if carry or not out:
+            if removed_before:
                 merged = _merge_blanks(carry, pieces[0].leading_lines, first=not out)
                 pieces[0] = pieces[0].with_changes(leading_lines=merged)
-                carry = []
+                carry, removed_before = [], False
             if self._pending_footer:
                 lead = self._pending_footer + list(pieces[0].leading_lines)
                 pieces[0] = pieces[0].with_changes(leading_lines=lead)
@@ -138,7 +162,7 @@ class _Apply(cst.CSTTransformer):
             header_comment = body.header.comment
         extra = [cst.EmptyLine(comment=header_comment)] if header_comment is not None else []
         first = stmts[0]
-        stmts[0] = first.with_changes(leading_lines=list(with_node.leading_lines) + extra + list(first.leading_lines))
+        stmts[0] = first.with_changes(leading_lines=_join_lines(list(with_node.leading_lines) + extra, first.leading_lines))
         footer = list(body.footer) if isinstance(body, cst.IndentedBlock) else []
         return stmts, footer
 
@@ -150,7 +174,9 @@ class _Apply(cst.CSTTransformer):
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock):
         self.depth -= 1
         self._pending_footer = []
+        self._in_dissolved_body = original in self._dissolved_bodies
         body = self._rebuild(original.body, updated.body)
+        self._in_dissolved_body = False
         footer = self._pending_footer + list(updated.footer)
         self._pending_footer = []
         if not body:
@@ -207,18 +233,16 @@ def _name_counts(module: cst.Module) -> Counter:
 class _Cleanup(cst.CSTTransformer):
     """Drop assignments and tensorflow imports that the rewrite made dead."""
 
-    def __init__(self, dead_names: set[str], dead_imports: set[str]):
-        self.dead_names = dead_names
+    def __init__(self, dead_stmts: set, dead_imports: set[str]):
+        self.dead_stmts = dead_stmts
         self.dead_imports = dead_imports
 
     def _is_dead(self, stmt) -> bool:
-        from migrator.tfnames import dotted
-
+        if stmt in self.dead_stmts:
+            return True
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
             return False
         small = stmt.body[0]
-        if isinstance(small, cst.Assign) and len(small.targets) == 1:
-            return dotted(small.targets[0].target) in self.dead_names
         if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
             return all(self._alias(a) in self.dead_imports for a in small.names)
         return False
@@ -227,12 +251,12 @@ class _Cleanup(cst.CSTTransformer):
     def _alias(a: cst.ImportAlias) -> str:
         return a.asname.name.value if a.asname else a.name.value
 
-    def _rebuild(self, body: Sequence) -> list:
+    def _rebuild(self, originals: Sequence, body: Sequence) -> list:
         out: list = []
         carry: list = []
         removed_any = False
-        for stmt in body:
-            if self._is_dead(stmt):
+        for orig, stmt in zip(originals, body):
+            if self._is_dead(orig):
                 carry = _merge_blanks(carry, stmt.leading_lines, first=not out)
                 removed_any = True
                 continue
@@ -252,28 +276,48 @@ class _Cleanup(cst.CSTTransformer):
         return updated
 
     def leave_IndentedBlock(self, original, updated):
-        body = self._rebuild(updated.body) or [cst.SimpleStatementLine([cst.Pass()])]
+        body = self._rebuild(original.body, updated.body) or [cst.SimpleStatementLine([cst.Pass()])]
         return updated.with_changes(body=body)
 
     def leave_Module(self, original, updated):
-        return updated.with_changes(body=self._rebuild(updated.body))
+        return updated.with_changes(body=self._rebuild(original.body, updated.body))
 
 
-def _dead(module: cst.Module, plan: OverridePlan) -> tuple[set[str], set[str]]:
+class _ScopedDead(cst.CSTVisitor):
+    """Which maybe-dead assignments are dead in the function (or module) that holds them."""
+
+    def __init__(self, names: set[str]):
+        self.names = names
+        self.dead_stmts: set = set()
+        self.counts: list[Counter] = []
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.counts.append(_name_counts(node))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.counts.append(_name_counts(cst.Module(body=[node])))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.counts.pop()
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        from migrator.tfnames import dotted
+
+        if len(node.body) == 1 and isinstance(node.body[0], cst.Assign) and len(node.body[0].targets) == 1:
+            key = dotted(node.body[0].targets[0].target)
+            if key in self.names:
+                counts = self.counts[0] if "." in key else self.counts[-1]
+                probe = "." + key.rsplit(".", 1)[1] if "." in key else key
+                if counts[probe] <= 1:
+                    self.dead_stmts.add(node)
+
+
+def _dead(module: cst.Module, plan: OverridePlan) -> tuple[set, set[str]]:
+    scan = _ScopedDead(plan.maybe_dead)
+    module.visit(scan)
     counts = _name_counts(module)
-    dead = set()
-    for key in plan.maybe_dead:
-        if "." in key:
-            attr = "." + key.rsplit(".", 1)[1]
-            if counts[attr] <= 1:
-                dead.add(key)
-        elif counts[key] <= 1:
-            dead.add(key)
-    imports = set()
-    for alias in plan.maybe_dead_imports:
-        if counts[alias] == 1:  # only the import itself
-            imports.add(alias)
-    return dead, imports
+    imports = {alias for alias in plan.maybe_dead_imports if counts[alias] == 1}  # only the import itself
+    return scan.dead_stmts, imports
 
 
 def _tensorflow_from_imports(module: cst.Module) -> set[str]:
@@ -312,7 +356,6 @@ def apply_plan(module: cst.Module, plan: OverridePlan) -> cst.Module:
         if not dead and not imports:
             break
         new = new.visit(_Cleanup(dead, imports))
-        plan.maybe_dead -= dead
         plan.maybe_dead_imports -= imports
     if plan.add_tf_import:
         new = _add_tf_import(new, plan.tf_alias)
