@@ -138,7 +138,7 @@ def _print_results(results: list[FileResult], mode: str, color: Optional[bool], 
             click.echo(r.error, err=True)
         for s in r.sites:
             if s.status == MANUAL and not quiet:
-                click.echo(f"{r.path}:{s.line}:{s.col}: {s.code} manual {s.kind}: {reports._reason(s)}", err=True)
+                click.echo(f"{r.path}:{s.line}:{s.col}: {s.code} manual {s.kind}: {reports.site_reason(s)}", err=True)
             elif s.verification and s.verification.get("status") in runner.FAILED_VERIFICATION:
                 click.echo(f"{r.path}:{s.line}:{s.col}: {s.code} verification {s.verification['status']}: "
                            f"{s.verification.get('reason', '')}", err=True)

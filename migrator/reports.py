@@ -37,7 +37,7 @@ def _code_title(code: str) -> str:
     return title(code) if code in CODES else ""
 
 
-def _reason(site: Site) -> str:
+def site_reason(site: Site) -> str:
     return site.reason or _code_title(site.code)
 
 
@@ -46,7 +46,7 @@ def to_json(results: list[FileResult], summary: dict) -> str:
     for r in results:
         entry = r.to_json()
         for site, data in zip(r.sites, entry["sites"]):
-            data["reason"] = _reason(site)
+            data["reason"] = site_reason(site)
         files.append(entry)
     return json.dumps({"version": 1, "tool": "tfgradmigrate", "tool_version": __version__,
                        "files": files, "summary": summary}, indent=2) + "\n"
@@ -73,12 +73,12 @@ def to_markdown(results: list[FileResult], summary: dict) -> str:
         out += ["", "## Needs a person", ""]
         for r, s in manual:
             hint = advice(s.code) if s.code in CODES else ""
-            out.append(f"- [ ] `{_loc(r, s)}` **{s.code}** {s.kind}: {_md(_reason(s))}" + (f" — {_md(hint)}" if hint else ""))
+            out.append(f"- [ ] `{_loc(r, s)}` **{s.code}** {s.kind}: {_md(site_reason(s))}" + (f" — {_md(hint)}" if hint else ""))
     if migrated:
         out += ["", "## Migrated", ""]
         for r, s in migrated:
             v = _verdict(s)
-            out.append(f"- [x] `{_loc(r, s)}` **{s.code}** {s.kind}: {_md(_reason(s))}" + (f" (verification: {v})" if v else ""))
+            out.append(f"- [x] `{_loc(r, s)}` **{s.code}** {s.kind}: {_md(site_reason(s))}" + (f" (verification: {v})" if v else ""))
     if errors:
         out += ["", "## Errors", ""]
         out += [f"- `{_md(r.error or '')}`" for r in errors]
@@ -104,7 +104,7 @@ def to_html(results: list[FileResult], summary: dict) -> str:
     for r, s in manual:
         hint = advice(s.code) if s.code in CODES else ""
         body.append(f"<li class=manual><code>{e(_loc(r, s))}</code> <b>{e(s.code)}</b> {e(s.kind)}: "
-                    f"{e(_reason(s))}{' — ' + e(hint) if hint else ''}</li>")
+                    f"{e(site_reason(s))}{' — ' + e(hint) if hint else ''}</li>")
     body.append("</ul>")
     errors = [r for r in results if r.error]
     if errors:
@@ -120,7 +120,7 @@ def to_html(results: list[FileResult], summary: dict) -> str:
         for s in r.sites:
             v = _verdict(s)
             body.append(f"<li class={'manual' if s.status == MANUAL else 'migrated'}>line {s.line} "
-                        f"<b>{e(s.code)}</b> {e(s.status)}: {e(_reason(s))}{' — verification: ' + e(v) if v else ''}</li>")
+                        f"<b>{e(s.code)}</b> {e(s.status)}: {e(site_reason(s))}{' — verification: ' + e(v) if v else ''}</li>")
         body.append("</ul>")
         if r.original is not None and r.migrated is not None:
             body.append(differ.make_table(r.original.splitlines(), r.migrated.splitlines(),
@@ -141,7 +141,7 @@ def to_sarif(results: list[FileResult], summary: dict) -> str:
             out.append({
                 "ruleId": s.code,
                 "level": "warning" if s.status == MANUAL else "note",
-                "message": {"text": f"{s.kind} {s.status}: {_reason(s)}"},
+                "message": {"text": f"{s.kind} {s.status}: {site_reason(s)}"},
                 "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri},
                                                     "region": {"startLine": max(1, s.line), "startColumn": max(1, s.col)}}}],
             })
