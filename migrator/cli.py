@@ -141,7 +141,7 @@ def _print_results(results: list[FileResult], mode: str, color: Optional[bool], 
                 click.echo(f"{r.path}:{s.line}:{s.col}: {s.code} manual {s.kind}: {reports.site_reason(s)}", err=True)
             elif s.verification and s.verification.get("status") in runner.FAILED_VERIFICATION:
                 click.echo(f"{r.path}:{s.line}:{s.col}: {s.code} verification {s.verification['status']}: "
-                           f"{s.verification.get('reason', '')}", err=True)
+                           f"{s.verification.get('detail') or s.verification.get('reason', '')}", err=True)
         if not r.changed:
             continue
         if mode == runner.DIFF:
