@@ -34,6 +34,8 @@ CODES: dict[str, tuple[str, str]] = {
                "wrap that op in a @tf.custom_gradient function by hand"),
     "TFG109": ("gradient function is passed as a value the migrator cannot follow",
                "register a module-level function, or migrate by hand"),
+    "TFG110": ("gradient_override_map is entered outside a single-item with statement (ExitStack, __enter__, several with items)",
+               "use one `with g.gradient_override_map(...):` block around the ops, or migrate by hand with tf.custom_gradient"),
     # -- tf.gradients that need a person --------------------------------
     "TFG120": ("ys is not computed in the same block as the tf.gradients call",
                "compute the loss inside a tf.GradientTape where the model is called"),

@@ -121,6 +121,7 @@ RULES = [
     ("ov_refuse_ill_formed", "Manual: ill-formed map (TFG104)", ""),
     ("ov_refuse_op_name", "Manual: `op.name` in the gradient (TFG105)", ""),
     ("ov_refuse_lookalike", "Manual: not a TF graph (TFG107)", ""),
+    ("ov_refuse_exit_stack", "Manual: entered outside a single-item `with` (TFG110)", ""),
     ("ov_refuse_clip_by_value", "Manual: op made inside a library function (TFG108)", ""),
 ]
 

@@ -186,6 +186,8 @@ class _Collector(cst.CSTVisitor):
         self.enclosing_def: dict[int, cst.FunctionDef] = {}
         self.tf_aliases: list[str] = []  # names bound to the tensorflow module at top level
         self.calls_by_name: dict[str, list[tuple[cst.Call, Scope]]] = {}
+        self.block_calls: set[cst.Call] = set()  # the calls that head a single-item with
+        self.escaping: list[tuple[cst.Call, Scope, int, int]] = []
 
     # helpers
     def tf(self, node: cst.CSTNode) -> Optional[str]:
@@ -308,6 +310,14 @@ class _Collector(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name):
             self.calls_by_name.setdefault(node.func.value, []).append((node, self.scope))
+        elif (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "gradient_override_map"
+            and node not in self.block_calls
+        ):
+            # entered some other way: the override's extent cannot be read from the source
+            pos = self.positions[node]
+            self.escaping.append((node, self.scope, pos.start.line, pos.start.column + 1))
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
@@ -332,6 +342,7 @@ class _Collector(cst.CSTVisitor):
                 pos = self.positions[node]
                 parent = self.block_stack[-1] if self.block_stack else None
                 block = Block(node, call, self.scope, parent, pos.start.line, pos.start.column + 1)
+                self.block_calls.add(call)
                 if parent is not None:
                     parent.children.append(block)
                 self.blocks.append(block)
@@ -821,7 +832,7 @@ def plan_overrides(module: cst.Module, ctx) -> Optional[OverridePlan]:
     positions = wrapper.resolve(PositionProvider)
     col = _Collector(qnames, positions)
     wrapper.visit(col)
-    if not col.blocks:
+    if not col.blocks and not col.escaping:
         return None
     from migrator._plugins._override_build import build_plan
 

@@ -200,6 +200,12 @@ def build_plan(p: _Planner) -> OverridePlan:
         reason = f"{e.reason}; {tf2 or advice}" if (tf2 or advice) else e.reason
         p.sites.append(Site(OVERRIDE_MAP, e.code, b.line, b.col, MANUAL, reason))
         p.ctx.facts.setdefault("manual_overrides", []).append(b.line)
+    for call, scope, line, col_ in p.col.escaping:
+        if not p.is_graph(call.func.value, scope):
+            continue  # a look-alike method that is not entered by a with: nothing to say
+        reason = f"{codes.title('TFG110')}; {codes.advice('TFG110')}"
+        p.sites.append(Site(OVERRIDE_MAP, "TFG110", line, col_, MANUAL, reason))
+        p.ctx.facts.setdefault("manual_overrides", []).append(line)
     p.ctx.sites.extend(sorted(p.sites, key=lambda s: (s.line, s.col)))
     return plan
 
