@@ -14,9 +14,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
 
 from migrator import optable
-from migrator._plugins._gradfn import HelperSpec, Unsupported, convert_gradient_function, upstream_names
-from migrator.model import MANUAL, MIGRATED, OVERRIDE_MAP, PY_FUNC_GRADIENT, REGISTER_GRADIENT, Site
-from migrator.naming import NameAllocator, snake
+from migrator.model import Site
+from migrator.naming import NameAllocator
 from migrator.tfnames import QualifiedNames, dotted, normalize
 
 # Built-in gradient functions used as override targets, by number of op inputs.
@@ -138,15 +137,6 @@ class Candidate:
     post_lines: list = field(default_factory=list)  # extra lines after `y = forward` in the wrapper
 
 
-@dataclass(eq=False)
-class Wrapper:
-    name: str
-    source: str  # generated code of the @tf.custom_gradient def
-    nested_before: Optional[cst.CSTNode]  # statement to insert before (nested), or None
-    module_anchor: Optional[cst.CSTNode] = None  # top-level statement to insert after/before
-    after_anchor: bool = False
-
-
 @dataclass
 class OverridePlan:
     replace: dict[cst.CSTNode, tuple[str, Candidate]] = field(default_factory=dict)
@@ -157,10 +147,8 @@ class OverridePlan:
     insert_after: dict[cst.CSTNode, list[str]] = field(default_factory=dict)
     maybe_dead: set[str] = field(default_factory=set)  # names whose assignment may now be dead
     maybe_dead_imports: set[str] = field(default_factory=set)
-    rename_py_func: set[cst.Call] = field(default_factory=set)
     tf_alias: str = "tf"
     add_tf_import: bool = False
-    variadic_calls: set[cst.CSTNode] = field(default_factory=set)
 
     @property
     def empty(self) -> bool:
@@ -530,10 +518,6 @@ class _Planner:
             return
         if isinstance(node, (cst.Yield, cst.Await)):
             raise Refuse("TFG102", "the block yields: the override stays active in the caller's code")
-        if isinstance(node, cst.BaseSmallStatement) or isinstance(node, cst.BaseCompoundStatement):
-            if isinstance(node, (cst.SimpleStatementLine,)) or isinstance(node, cst.BaseCompoundStatement):
-                if not isinstance(node, cst.With) or node is block.node:
-                    stmt = stmt  # the statement that gets a wrapper before it stays the top one in the block
         if isinstance(node, cst.Call):
             self._scan_call(node, stmt, emap, block, found, scope)
         elif isinstance(node, cst.BinaryOperation):
@@ -571,15 +555,8 @@ class _Planner:
         t = self._operator_type(cls_name)
         if t is None or t not in emap:
             return
-        names = ["x", "y"][: len(operands)]
-        params = [self.names_for_wrapper(n) for n in names]
-        found.append(
-            Candidate(node, t, emap[t], list(operands), params, None, stmt=stmt, block=block)
-        )
-
-    @staticmethod
-    def names_for_wrapper(n: str) -> str:
-        return n
+        params = ["x", "y"][: len(operands)]
+        found.append(Candidate(node, t, emap[t], list(operands), params, None, stmt=stmt, block=block))
 
     def _scan_call(self, call: cst.Call, stmt, emap, block, found, scope) -> None:
         name = self.col.tf(call)
@@ -790,13 +767,12 @@ class _Planner:
         if not isinstance(fn, cst.FunctionDef):
             return None
         p = scope.params.get(param)
-        names = [q.name for q in p.annotation and [] or []] if p else []
-        del names
         default = _code(p.default).strip() if p is not None and p.default is not None else None
         calls = self.col.calls_by_name.get(fn.name.value, [])
         if not calls:
             return None
-        idx = [x.name.value for x in fn.params.params].index(param) if param in [x.name.value for x in fn.params.params] else None
+        positional = [x.name.value for x in fn.params.params]
+        idx = positional.index(param) if param in positional else None
         values = set()
         for call, _s in calls:
             given = None

@@ -311,7 +311,6 @@ def _plan_block(p: _Planner, block: Block, res: _BlockResult, helpers: dict, wra
     module = p.module
     indent = module.default_indent
     nl = module.default_newline
-    kinds = set()
     for c in res.candidates:
         target = res.targets[id(c)]
         spec = helpers.get(id(target)) if not isinstance(target, str) else None
@@ -354,9 +353,6 @@ def _plan_block(p: _Planner, block: Block, res: _BlockResult, helpers: dict, wra
                 anchor = _top_statement(p, block)
                 plan.insert_before.setdefault(anchor, []).append(source)
         plan.replace[c.node] = (name, c)
-        if c.variadic:
-            plan.variadic_calls.add(c.node)
-        kinds.add(PY_FUNC_GRADIENT if c.op_type in ("PyFunc", "PyFuncStateless") else OVERRIDE_MAP)
     for b in _descendants(block):
         plan.dissolve.add(b.node)
         graph = b.call.func.value
