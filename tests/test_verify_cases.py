@@ -3,8 +3,8 @@
 tests/verify_data/<case>/ holds an acceptance case (before.py), a correct hand
 migration (after.py; some cases also after_eager.py / after_tf_function.py,
 which run in TF2 eager mode) and, where the acceptance suite has one, the
-plausible wrong migration (wrong1.py).  Work is batched: each original runs
-once for all of its migrations (``verify_variants``).
+plausible wrong migration (wrong1.py).  Work is batched (tests/verify_batch.py):
+each original runs once for all of its migrations and their mutants.
 """
 from __future__ import annotations
 
@@ -17,27 +17,28 @@ import textwrap
 
 import pytest
 
-from migrator.model import Site
-from migrator.verify import cli_verify, verify_files
-from migrator.verify.engine import verify_variants
-from migrator.verify.report import exit_code
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import verify_batch  # noqa: E402
+
+from migrator.model import Site  # noqa: E402
+from migrator.verify import cli_verify, verify_files  # noqa: E402
+from migrator.verify.report import exit_code  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "tests", "verify_data")
-CASES = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(DATA, "*", "before.py")))
+DATA = verify_batch.DATA
+CASES = verify_batch.hand_cases()
 CORRECT = [(c, os.path.basename(p)) for c in CASES for p in sorted(glob.glob(os.path.join(DATA, c, "after*.py")))]
 WRONG = [(c, os.path.basename(p)) for c in CASES for p in sorted(glob.glob(os.path.join(DATA, c, "wrong*.py")))]
 
 
 @pytest.fixture(scope="module")
 def results():
-    """{(case, file): PairResult} for every correct and wrong migration."""
+    """{(case, file): PairResult} for every correct and wrong migration (shared batched run)."""
     out = {}
-    for case in CASES:
-        files = [f for c, f in CORRECT + WRONG if c == case]
-        res = verify_variants(os.path.join(DATA, case, "before.py"), [os.path.join(DATA, case, f) for f in files],
-                              jobs=2)
-        out.update({(case, f): r for f, r in zip(files, res)})
+    for case, res in verify_batch.hand_results().items():
+        assert "error" not in res, f"{case}: original fails: {res.get('error')}"
+        out.update({(case, name): r for (name, op), r in res.items() if op is None})
     return out
 
 

@@ -47,6 +47,7 @@ class Target:
     line: int  # first line in the original
     end_line: int
     new_line: Optional[int] = None
+    construct: bool = False  # a class: instantiate it without arguments, then call the instance
     reasons: list = field(default_factory=list)
 
 
@@ -123,6 +124,26 @@ def _is_gradient_fn(node) -> bool:
     return False
 
 
+def _registered_by_call(tree: ast.Module) -> set:
+    """Names passed to ``RegisterGradient("X")(name)`` (the call form)."""
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Call):
+            f = n.func.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name == "RegisterGradient":
+                out |= {a.id for a in n.args if isinstance(a, ast.Name)}
+    return out
+
+
+def _method(cls: ast.ClassDef, name: str):
+    return next((b for b in cls.body if isinstance(b, ast.FunctionDef) and b.name == name), None)
+
+
+def _signature_key(params: Optional[list]):
+    return None if params is None else [(p["name"], p["has_default"]) for p in params]
+
+
 def _params(fn: ast.AST, drop_self: bool) -> Optional[list]:
     a = fn.args
     pos = list(a.posonlyargs) + list(a.args)
@@ -174,27 +195,48 @@ def probe_targets(original: str, migrated: str) -> list:
                 if refs & changed:
                     changed.add(name)
                     grew = True
+    skip = _registered_by_call(t_old) | _registered_by_call(t_new)
     targets = []
     for name, o in sorted(d_old.items(), key=lambda kv: kv[1].start):
         n = d_new.get(name)
-        if n is None or name not in changed:
+        if n is None or name not in changed or name in skip:
             continue
-        if o.kind == "function":
+        construct = False
+        if o.kind == "function" and n.kind == "function":
             if isinstance(o.node, ast.AsyncFunctionDef) or _is_gradient_fn(o.node) or _is_gradient_fn(n.node):
                 continue
-            params = _params(o.node, drop_self=False)
-        elif o.kind == "instance" and o.class_name in d_old and d_old[o.class_name].kind == "class":
-            call = next((b for b in d_old[o.class_name].node.body
-                         if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None)
-            if call is None:
+            params, new_params = _params(o.node, drop_self=False), _params(n.node, drop_self=False)
+        elif o.kind == "instance" and n.kind == "instance" and isinstance(d_old.get(o.class_name or ""), _Def) \
+                and d_old[o.class_name].kind == "class" and o.class_name in d_new:
+            call_o = _method(d_old[o.class_name].node, "__call__")
+            call_n = _method(d_new[o.class_name].node, "__call__") if d_new[o.class_name].kind == "class" else None
+            if call_o is None or call_n is None:
                 continue
-            params = _params(call, drop_self=True)
+            params, new_params = _params(call_o, drop_self=True), _params(call_n, drop_self=True)
+        elif o.kind == "class" and n.kind == "class":
+            # a callable class whose constructor needs no argument
+            call_o, call_n = _method(o.node, "__call__"), _method(n.node, "__call__")
+            if call_o is None or call_n is None:
+                continue
+            if any(_required(_method(c.node, "__init__")) for c in (o, n)):
+                continue
+            params, new_params = _params(call_o, drop_self=True), _params(call_n, drop_self=True)
+            construct = True
         else:
             continue
-        if params is None:
-            continue
-        targets.append(Target(name, params, o.start, o.end, n.start))
+        if params is None or _signature_key(params) != _signature_key(new_params):
+            continue  # the contract changed on purpose (e.g. a gradient function's own signature)
+        if params and params[0]["name"] == "op":
+            continue  # a RegisterGradient-style function
+        targets.append(Target(name, params, o.start, o.end, n.start, construct=construct))
     return targets
+
+
+def _required(init) -> bool:
+    if init is None:
+        return False
+    p = _params(init, drop_self=True)
+    return p is None or any(not x["has_default"] for x in p)
 
 
 def function_spans(source: str) -> dict:

@@ -8,6 +8,7 @@ onto the rewriter's :class:`~migrator.model.Site` list.
 """
 from __future__ import annotations
 
+import difflib
 import os
 import pickle
 import subprocess
@@ -146,7 +147,8 @@ def _probe_specs(original: str, migrated: str, src_old: str, src_new: str):
         ids = []
         for i, c in enumerate(cands):
             pid = f"{t.name}#{i}"
-            specs.append({"id": pid, "target": t.name, "args": c["args"], "kwargs": c["kwargs"]})
+            specs.append({"id": pid, "target": t.name, "args": c["args"], "kwargs": c["kwargs"],
+                          "construct": t.construct})
             ids.append(pid)
         plan.append((t, cands, ids))
     return specs, plan
@@ -168,12 +170,12 @@ def _probe_checks(plan, old_res, new_res, new_fail, modes, rtol, atol):
         chosen = inputs.choose(cands, ok)
         if not chosen:
             errs = [old.get(pid, {}).get("error") for pid in ids]
-            skipped.append(f"{target.name}: no input worked on the original ({next((e for e in errs if e), '?')})")
+            skipped.append(f"not probed: {target.name}: no input worked on the original ({next((e for e in errs if e), '?')})")
             continue
         for ci in chosen:
             pid = ids[ci]
             args = ", ".join(_describe(a) for a in cands[ci]["args"])
-            label = f"{target.name}({args})"
+            label = f"{target.name}{'()' if target.construct else ''}({args})"
             a, b = old[pid], new.get(pid)
             mode = f"function: {modes[0]} vs {modes[1]}"
             chk = Check(label, "probe", UNVERIFIED, mode, line=target.line, new_line=target.new_line,
@@ -224,18 +226,55 @@ def _fill(chk: Check, a: dict, variants: list, rtol, atol) -> None:
 
 
 # ------------------------------------------------------------------ records
+def _signature(rec: dict) -> tuple:
+    """Structure of a record (never its values): what the alignment matches on."""
+    sig = []
+    for comp in rec["components"]:
+        if comp["none"]:
+            sig.append(None)
+        elif comp["captures"]:
+            v = comp["captures"][0]
+            sig.append((tuple(getattr(v, "shape", ())), str(getattr(v, "dtype", ""))))
+        else:
+            sig.append("?")
+    return tuple(sig)
+
+
+def align_records(old_recs: list, new_recs: list) -> tuple:
+    """Pair gradient records of the two sides by order of evaluation.
+
+    Records are aligned on their structure (number, shapes and dtypes of the
+    gradients, never their values), so an intermediate gradient that only
+    the migrated side computes (the inner tape of a Hessian) does not shift
+    the pairing.  Inside unaligned stretches records pair up in order.
+    Returns (pairs, original-only indices, migrated-only indices).
+    """
+    sa = [_signature(r) for r in old_recs]
+    sb = [_signature(r) for r in new_recs]
+    pairs, only_old, only_new = [], [], []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, sa, sb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            pairs += list(zip(range(i1, i2), range(j1, j2)))
+            continue
+        k = min(i2 - i1, j2 - j1)
+        pairs += list(zip(range(i1, i1 + k), range(j1, j1 + k)))
+        only_old += list(range(i1 + k, i2))
+        only_new += list(range(j1 + k, j2))
+    return pairs, only_old, only_new
+
+
 def _record_checks(old_recs, new_recs, modes, new_fail, rtol, atol):
-    checks = []
+    """Checks for the original's gradient records, and notes on migrated-only ones."""
     mode = f"script: {modes[0]} vs {modes[1]}"
-    for i in range(max(len(old_recs), len(new_recs))):
-        a = old_recs[i] if i < len(old_recs) else None
-        b = new_recs[i] if i < len(new_recs) else None
-        label = f"gradient #{i + 1} " + (f"{a['kind']}" if a else "-") + " -> " + (f"{b['kind']}" if b else "-")
-        chk = Check(label, "gradient", UNVERIFIED, mode, line=a["line"] if a else None,
-                    new_line=b["line"] if b else None)
-        if a is None:
-            chk.detail = "only the migrated file computed this gradient"
-        elif b is None:
+    pairs, only_old, only_new = align_records(old_recs, new_recs)
+    partner = dict(pairs)
+    checks = []
+    for i, a in enumerate(old_recs):
+        j = partner.get(i)
+        b = new_recs[j] if j is not None else None
+        label = f"gradient #{i + 1} {a['kind']} -> " + (b["kind"] if b else "-")
+        chk = Check(label, "gradient", UNVERIFIED, mode, line=a["line"], new_line=b["line"] if b else None)
+        if b is None:
             if new_fail:
                 chk.status = MISMATCH if "timed out" not in new_fail else UNVERIFIED
                 chk.detail = f"migrated fails before computing it: {new_fail}"
@@ -244,7 +283,9 @@ def _record_checks(old_recs, new_recs, modes, new_fail, rtol, atol):
         else:
             _compare_record(chk, a, b, rtol, atol)
         checks.append(chk)
-    return checks
+    notes = [f"migrated line {new_recs[j]['line']} computes a gradient ({new_recs[j]['kind']}) the original "
+             f"has no counterpart for (an intermediate?); not compared" for j in only_new]
+    return checks, notes
 
 
 def _compare_record(chk: Check, a: dict, b: dict, rtol, atol) -> None:
@@ -348,9 +389,10 @@ def verify_variants(original: str, migrated: list, rtol=None, atol=None, timeout
         result = PairResult(original, m, original_mode=TF1, migrated_mode=mode)
         new_fail = _failure(new_res, new_child, timeout)
         modes = (TF1, mode)
-        checks = _record_checks(old_res.get("records", []), (new_res or {}).get("records", []), modes,
-                                new_fail, rtol, atol)
+        checks, notes = _record_checks(old_res.get("records", []), (new_res or {}).get("records", []), modes,
+                                       new_fail, rtol, atol)
         probe_checks, skipped = _probe_checks(plan, old_res, new_res, new_fail, modes, rtol, atol)
+        skipped = notes + skipped
         checks += probe_checks
         if new_fail:
             status = UNVERIFIED if new_child.timed_out else MISMATCH

@@ -162,6 +162,13 @@ def run_probes(tf, namespace: dict, probes: list, mode: str, side: str) -> list:
     for spec in probes:
         res = {"id": spec["id"], "ok": False, "error": None}
         fn = namespace.get(spec["target"])
+        if fn is not None and spec.get("construct"):
+            try:
+                fn = fn()
+            except Exception as exc:  # noqa: BLE001
+                res["error"] = f"constructing {spec['target']}() raises {_short(exc)}"
+                results.append(res)
+                continue
         if fn is None or not callable(fn):
             res["error"] = f"{spec['target']} is not defined"
             results.append(res)

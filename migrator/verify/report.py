@@ -73,7 +73,7 @@ def cli_verify(original: str, migrated: str, json_output: bool = False, rtol=Non
     for c in checks:
         print(format_check(c), file=out)
     for s in result.skipped:
-        print(f"note: not probed: {s}", file=out)
+        print(f"note: {s}", file=out)
     verdict = {EXIT_MATCH: "verified", EXIT_MISMATCH: "MISMATCH", EXIT_UNVERIFIED: "not fully verified"}[code]
     print(f"{verdict}: {len(checks)} check(s): {counts[MATCH]} match, {counts[MISMATCH]} mismatch, "
           f"{counts[UNVERIFIED]} unverified (original {result.original_mode}, migrated {result.migrated_mode}; "

@@ -1,0 +1,91 @@
+"""One batched verifier run over tests/verify_data, shared by the verify tests.
+
+TensorFlow costs ~3 s per child process, so every original runs once for all
+of its migrations: the correct ones (after*.py), the wrong ones (wrong*.py)
+and the mutants of the correct ones (tests/verify_mutants.py).  The result is
+cached for the whole pytest session.
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+import tempfile
+
+from verify_mutants import OPERATORS, mutate
+
+from migrator.verify.engine import OriginalFails, verify_variants
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "verify_data")
+
+
+def hand_cases():
+    return sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(DATA, "*", "before.py")))
+
+
+def golden_cases():
+    out = []
+    for before in sorted(glob.glob(os.path.join(ROOT, "fixtures", "*", "before.py"))):
+        d = os.path.dirname(before)
+        if os.path.exists(os.path.join(d, "after.py")):
+            out.append(d)
+    return out
+
+
+def _batch(before: str, files: list, work: str) -> dict:
+    """{(file name, operator or None): PairResult}, or {"error": msg} when the original fails."""
+    variants, keys = [], []
+    src_dir = os.path.dirname(before)
+    for f in os.listdir(src_dir):  # siblings the migrations may import
+        if f.endswith(".py") and f != "before.py" and not f.startswith(("after", "wrong")):
+            shutil.copy(os.path.join(src_dir, f), os.path.join(work, f))
+    for path in files:
+        name = os.path.basename(path)
+        variants.append(path)
+        keys.append((name, None))
+        if not name.startswith("after"):
+            continue
+        text = open(path, encoding="utf-8").read()
+        for op in OPERATORS:
+            mutated = mutate(text, op)
+            if mutated is None:
+                continue
+            mpath = os.path.join(work, f"{name[:-3]}__{op}.py")
+            with open(mpath, "w", encoding="utf-8") as fh:
+                fh.write(mutated)
+            variants.append(mpath)
+            keys.append((name, op))
+    try:
+        results = verify_variants(before, variants, jobs=2)
+    except OriginalFails as exc:
+        return {"error": str(exc)}
+    return dict(zip(keys, results))
+
+
+@functools.lru_cache(maxsize=None)
+def hand_results() -> dict:
+    """{case: {(file, operator): PairResult}} for tests/verify_data."""
+    work = tempfile.mkdtemp(prefix="tfgm-verify-tests-")
+    out = {}
+    for case in hand_cases():
+        d = os.path.join(DATA, case)
+        files = sorted(glob.glob(os.path.join(d, "after*.py"))) + sorted(glob.glob(os.path.join(d, "wrong*.py")))
+        cwork = os.path.join(work, case)
+        os.makedirs(cwork)
+        out[case] = _batch(os.path.join(d, "before.py"), files, cwork)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def golden_results() -> dict:
+    """{case: {(file, operator): PairResult} | {"error": ...}} for fixtures/<case>/."""
+    work = tempfile.mkdtemp(prefix="tfgm-verify-golden-")
+    out = {}
+    for d in golden_cases():
+        case = os.path.basename(d)
+        cwork = os.path.join(work, case)
+        os.makedirs(cwork)
+        out[case] = _batch(os.path.join(d, "before.py"), [os.path.join(d, "after.py")], cwork)
+    return out
