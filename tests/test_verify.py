@@ -173,9 +173,19 @@ flip = Builder()
 
 def test_probe_targets_contain_or_reach_the_change():
     targets = {t.name: t for t in analysis.probe_targets(BEFORE, AFTER)}
-    assert set(targets) == {"core", "user", "flip"}  # not _g (gradient fn), not untouched, not the class
+    # not _g (a gradient function), not untouched; the callable class with a no-argument constructor too
+    assert set(targets) == {"core", "user", "flip", "Builder"}
+    assert targets["Builder"].construct and not targets["flip"].construct
     assert [p["name"] for p in targets["flip"].params] == ["x", "l"]  # self dropped
     assert [p["has_default"] for p in targets["user"].params] == [False, False, True]
+
+
+def test_functions_whose_signature_changed_or_registered_by_call_are_not_probed():
+    before = ("import tensorflow as tf\ndef _rg(op, grad):\n    return -grad\n"
+              "tf.RegisterGradient('R')(_rg)\ndef helper(x, y):\n    return x\n")
+    after = ("import tensorflow as tf\ndef _rg(grad):\n    return -grad\n"
+             "def helper(x):\n    return x\n")
+    assert analysis.probe_targets(before, after) == []
 
 
 def test_needs_tf1_ignores_strings_and_comments():
