@@ -6,6 +6,7 @@ start-up cost is included, exactly as a user (or pre-commit) pays it.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -86,6 +87,7 @@ class Timing:
         self.times: List[float] = []
         self.rcs: List[int] = []
         self.peak_rss: List[int] = []  # bytes, summed over the process tree
+        self.cpu: List[float] = []  # user + sys seconds of the command and its children
         self.note = ""
 
     @property
@@ -130,6 +132,7 @@ def run_cmd(cmd: Sequence[str], cwd: Optional[str] = None, sample_rss: bool = Fa
             timeout: Optional[float] = None, env: Optional[dict] = None) -> Tuple[float, int, int, str]:
     """Run once; return (seconds, returncode, peak tree RSS bytes or 0, stderr tail)."""
     peak = [0]
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(list(cmd), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     stop = threading.Event()
@@ -149,10 +152,15 @@ def run_cmd(cmd: Sequence[str], cwd: Optional[str] = None, sample_rss: bool = Fa
         proc.kill()
         _, err = proc.communicate()
     dt = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run_cmd.last_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     stop.set()
     if th is not None:
         th.join()
     return dt, proc.returncode, peak[0], (err or b"").decode("utf-8", "replace")[-2000:]
+
+
+run_cmd.last_cpu = 0.0
 
 
 def repeat(label: str, cmd_factory, runs: int, sample_rss: bool = False, setup=None,
@@ -166,6 +174,7 @@ def repeat(label: str, cmd_factory, runs: int, sample_rss: bool = False, setup=N
         t.times.append(dt)
         t.rcs.append(rc)
         t.peak_rss.append(peak)
+        t.cpu.append(run_cmd.last_cpu)
         if rc not in (0, 1):
             t.note = f"exit {rc}: " + err.strip().splitlines()[-1][:200] if err.strip() else f"exit {rc}"
     return t

@@ -86,11 +86,12 @@ def main(argv=None) -> int:
     tg, gr = results[0], results[1]
     rows = []
     for r in results:
-        rows.append([r.label, len(r.times), B.fmt_s(r.min), B.fmt_s(r.median),
+        rows.append([r.label, len(r.times), B.fmt_s(r.min), B.fmt_s(r.median), B.fmt_s(min(r.cpu)),
                      f"{lines / r.min:,.0f}", f"{r.min / gr.min:.1f}x", r.note or f"exit {r.rcs[-1]}"])
     print()
     print(f"{files} files, {lines:,} lines")
-    print(B.table(rows, ["command", "runs", "min", "median", "lines/s (min)", "vs grep", "note"]))
+    print(B.table(rows, ["command", "runs", "min", "median", "cpu (min)", "lines/s (min)", "vs grep", "note"]))
+    print("cpu = user + sys seconds of the command and its children (all workers)")
     print()
     print(f"tfgradmigrate / grep (min):           {tg.min / gr.min:6.1f}x   (target <= 3x)")
     if upgrade is not None:
