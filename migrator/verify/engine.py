@@ -367,8 +367,11 @@ def verify_variants(original: str, migrated: list, rtol=None, atol=None, timeout
             union.setdefault(spec["id"], spec)
         variants.append((m, mode, specs, plan))
     with tempfile.TemporaryDirectory(prefix="tfgm-verify-") as work:
-        old_child = _Child({"path": original, "mode": TF1, "side": "original", "probes": list(union.values())},
-                           work, "original")
+        # The original may sit in a scratch copy (``--verify``): its siblings are then found beside the
+        # migrated file, after its own folder.
+        extra = sorted({os.path.dirname(m) for m in migrated} - {os.path.dirname(original)})
+        old_child = _Child({"path": original, "mode": TF1, "side": "original", "probes": list(union.values()),
+                            "extra_path": extra}, work, "original")
         old_deadline = time.monotonic() + timeout
         outcomes = [None] * len(variants)
         running = []

@@ -84,6 +84,7 @@ def run(request: dict) -> dict:
     sys.modules["__main__"] = module
     sys.argv = [path] + list(request.get("argv", []))
     sys.path.insert(0, os.path.dirname(path))
+    sys.path.extend(request.get("extra_path") or [])
     try:
         with open(path, "rb") as fh:
             source = fh.read()
