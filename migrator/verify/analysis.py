@@ -20,7 +20,10 @@ TF1_ONLY = re.compile(
     r"\b(Session|InteractiveSession|placeholder|placeholder_with_default|get_default_graph|"
     r"global_variables_initializer|local_variables_initializer|variables_initializer|initialize_all_variables|"
     r"disable_v2_behavior|disable_eager_execution|get_variable|variable_scope|MonitoredSession|"
-    r"MonitoredTrainingSession|sparse_placeholder|reset_default_graph)\b"
+    r"MonitoredTrainingSession|sparse_placeholder|reset_default_graph|gradient_override_map|RegisterGradient|"
+    r"py_func|parallel_for)\b"
+    # TF1 gradient calls left in place (a refused site) and v1-only collections: graph mode only
+    r"|(?<![\w.])(tf|v1|compat\.v1)\.(gradients|hessians|trainable_variables|global_variables|local_variables)\s*\("
 )
 
 
@@ -37,7 +40,7 @@ def code_only(source: str) -> str:
 
 
 def needs_tf1(source: str) -> bool:
-    return TF1_ONLY.search(code_only(source)) is not None
+    return TF1_ONLY.search(code_only(source).replace(" . ", ".").replace(" (", "(")) is not None
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import pickle
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,13 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 _BOOT = (
     "import sys; sys.path.insert(0, {repo!r}); "
     "from migrator.verify.harness import main; main(sys.argv[1:])"
+)
+
+
+#: Errors that mean "this is TF1 code", not "this migration is wrong".
+_TF1_ONLY_ERROR = re.compile(
+    r"not supported when eager execution is enabled|module 'tensorflow' has no attribute|"
+    r"eager execution.*placeholder|RefVariable|is not supported in eager mode|Session graph is empty"
 )
 
 
@@ -382,7 +390,16 @@ def verify_variants(original: str, migrated: list, rtol=None, atol=None, timeout
                 child = _Child({"path": m, "mode": mode, "side": "migrated", "probes": specs}, work, f"migrated{i}")
                 running.append((i, child, time.monotonic() + timeout))
             i, child, deadline = running.pop(0)
-            outcomes[i] = (child, child.wait(deadline))
+            res = child.wait(deadline)
+            m, mode, specs, plan = variants[i]
+            fail = _failure(res, child, timeout)
+            if mode == TF2 and fail and _TF1_ONLY_ERROR.search(fail):
+                # TF1-only code the static scan missed: run it the TF1 way instead.
+                variants[i] = (m, TF1_RESOURCE, specs, plan)
+                child = _Child({"path": m, "mode": TF1_RESOURCE, "side": "migrated", "probes": specs}, work,
+                               f"migrated{i}b")
+                res = child.wait(time.monotonic() + timeout)
+            outcomes[i] = (child, res)
         old_res = old_child.wait(old_deadline)
     old_fail = _failure(old_res, old_child, timeout)
     if old_fail:

@@ -30,6 +30,43 @@ TF1_RESOURCE = "tf1-graph+resource-variables"
 TF2 = "tf2-eager"
 
 
+class _AliasFinder:
+    """``import tensorflow.keras`` and the like, once ``tensorflow`` is ``compat.v1``.
+
+    The compat.v1 module's own package path has no ``keras``/``nn``/... folders,
+    so ``tensorflow.<name>`` imports are resolved through its attributes.
+    ``tensorflow.python...`` never gets here: those modules are already loaded.
+    """
+
+    def __init__(self, root):
+        self.root = root
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.machinery
+
+        if not fullname.startswith("tensorflow."):
+            return None
+        obj = self.root
+        for part in fullname.split(".")[1:]:
+            obj = getattr(obj, part, None)
+            if obj is None:
+                return None
+        if not isinstance(obj, types.ModuleType):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(obj), is_package=True)
+
+
+class _AliasLoader:
+    def __init__(self, module):
+        self.module = module
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        return None
+
+
 def _setup_tf(mode: str):
     import numpy as np
 
@@ -42,6 +79,7 @@ def _setup_tf(mode: str):
         if mode == TF1_RESOURCE:
             v1.enable_resource_variables()
         sys.modules["tensorflow"] = v1
+        sys.meta_path.append(_AliasFinder(v1))
         v1.set_random_seed(0)
         return v1
     import tensorflow as tf
