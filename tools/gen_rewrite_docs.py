@@ -103,6 +103,7 @@ RULES = [
     ("ov_stop_gradient_target", "Built-in `StopGradient` target", "TF1 gave `None`, so does the custom gradient."),
     ("ov_neg_target", "Built-in `Neg` target", "Gradient reversal."),
     ("ov_ternarize_add", "Ternarize idiom `{\"Sign\": \"Identity\", \"Mul\": \"Add\"}`", "Both keys are honoured; `Add` passes `dy` to each input, summed over broadcast dimensions, exactly as TF's own gradient."),
+    ("ov_bernoulli_ceil_sub", "Binary stochastic neuron `{\"Ceil\": \"Identity\", \"Sub\": ...}`", "`tf.random_uniform` with default bounds makes no `Sub` of its own, so only the user's `x - u` is wrapped; `name` from `tf.name_scope(...) as name` is local, so that wrapper is defined in the function; a dead `Cast` key is noted."),
     ("ov_operator_mul_neg", "Ops made by operators", "`a * b` is `Mul`, `-c` is `Neg`; Python arithmetic on literals creates no op."),
     ("ov_one_helper_two_blocks", "One registration, several sites", "The helper is kept once; each op type gets its own wrapper."),
     ("ov_flip_gradient_builder", "Per-call gradient names (the flip-gradient builder)", "The dynamic name links the registration to the map; the closure over `scale` keeps working."),

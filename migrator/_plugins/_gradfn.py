@@ -187,6 +187,11 @@ def convert_gradient_function(
         attr_exprs[attr] = expr
 
     class _Replace(cst.CSTTransformer):
+        def visit_Subscript(self, node: cst.Subscript) -> bool:
+            # op.inputs[i] is replaced whole: do not rewrite its op.inputs part first
+            base = node.value
+            return not (isinstance(base, cst.Attribute) and _is_op(base.value, op_name))
+
         def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
             base = original.value
             if isinstance(base, cst.Attribute) and _is_op(base.value, op_name):

@@ -77,6 +77,7 @@ class Scope:
     graph_names: set[str] = field(default_factory=set)  # `with tf.Graph().as_default() as graph`
     params: dict[str, cst.Param] = field(default_factory=dict)
     tf_local_alias: Optional[str] = None
+    bound: set = field(default_factory=set)
 
     def lookup_assigns(self, name: str) -> Optional[list[tuple[cst.CSTNode, cst.BaseExpression]]]:
         scope: Optional[Scope] = self
@@ -222,6 +223,11 @@ class _Collector(cst.CSTVisitor):
             if isinstance(p, cst.Param):
                 scope.params[p.name.value] = p
         self.scope_of_def[node] = scope
+        # every name the function binds (with ... as n, for n in, n := ...): a wrapper that
+        # reads one of them must be defined inside the function
+        from migrator._plugins._gradfn import _assigned_counts
+
+        scope.bound = set(_assigned_counts(node.body))
         for dec in node.decorators:
             d = dec.decorator
             if isinstance(d, cst.Call) and self.tf(d) == "tensorflow.RegisterGradient":
@@ -570,7 +576,7 @@ class _Planner:
             if info is None:
                 raise Refuse("TFG101", f"the block calls `{_code(call.func)}`, whose ops are unknown")
             types = [op["type"] for op in info["ops"]]
-            hits = [t for t in (optable.possible_op_types(name) or types) if t in emap]
+            hits = [t for t in self._call_op_types(call, info) if t in emap]
             if not hits:
                 return
             if not info.get("direct") or len(types) != 1 or hits != types:
@@ -595,6 +601,29 @@ class _Planner:
         if isinstance(func, cst.Attribute) and func.attr.value in OP_FREE_METHODS:
             return
         raise Refuse("TFG101", f"the block calls `{_code(func)}`, whose ops cannot be known from the source")
+
+    def _call_op_types(self, call: cst.Call, info: dict) -> list[str]:
+        """Op types this call may create: the default trace, plus the traces of
+        argument variants whose arguments the call actually passes."""
+        found = [op["type"] for op in info["ops"]] + list(info.get("static_shape_ops", []))
+        params = list(info.get("params") or [])
+        given = set()
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                return sorted(set(found) | {op['type'] for ops in info.get('arg_variants', {}).values() for op in ops})
+            if arg.keyword is not None:
+                given.add(arg.keyword.value)
+            elif i < len(params):
+                given.add(params[i])
+        variants = dict(info.get("arg_variants", {}))
+        for sub in (info.get("v2") or {},):
+            variants.update(sub.get("arg_variants", {}))
+            found += [op["type"] for op in sub.get("ops", [])]
+        for key, ops in variants.items():
+            names = {part.split("=")[0].strip() for part in key.split(",")}
+            if names & given:
+                found += [op["type"] for op in ops]
+        return sorted(set(found))
 
     def _check_local_def(self, d: cst.FunctionDef, emap, label: str) -> None:
         """A same-module function called in the block: it must create no overridden op."""
@@ -655,7 +684,7 @@ class _Planner:
         """Bound in an enclosing function (so a module-level wrapper could not see it)?"""
         s: Optional[Scope] = self._current_scope
         while s is not None and s.parent is not None:
-            if name in s.assigns or name in s.params or name in s.defs:
+            if name in s.assigns or name in s.params or name in s.defs or name in s.bound:
                 return True
             s = s.parent
         return False
