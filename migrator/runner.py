@@ -111,10 +111,7 @@ def index_file(path: str, max_bytes: int) -> tuple[Optional[RunIndex], bool]:
         return RunIndex(), False
     part = RunIndex()
     part.add_file(path, text)
-    overrides = bool(part.registrations or part.mapped_names or part.override_modules) or (
-        b"gradient_override_map" in src.raw or b"RegisterGradient" in src.raw
-    )
-    return part, overrides
+    return part, b"gradient_override_map" in src.raw or b"RegisterGradient" in src.raw
 
 
 def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int], None]] = None) -> RunResult:
