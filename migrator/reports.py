@@ -16,7 +16,7 @@ from migrator.codes import CODES, advice, title
 from migrator.model import MANUAL, FileResult, Site
 
 FORMATS = (".json", ".md", ".html", ".sarif")
-DOCS_URL = "https://github.com/tfgradmigrate/tfgradmigrate/blob/main/docs/codes.md"
+CODES_DOC = "docs/codes.md in the tfgradmigrate repository"
 
 
 def render(fmt: str, results: list[FileResult], summary: dict) -> str:
@@ -82,7 +82,7 @@ def to_markdown(results: list[FileResult], summary: dict) -> str:
     if errors:
         out += ["", "## Errors", ""]
         out += [f"- `{_md(r.error or '')}`" for r in errors]
-    out += ["", f"Codes are explained in [docs/codes.md]({DOCS_URL}).", ""]
+    out += ["", f"Codes are explained in {CODES_DOC}.", ""]
     return "\n".join(out)
 
 
@@ -132,8 +132,7 @@ def to_html(results: list[FileResult], summary: dict) -> str:
 def to_sarif(results: list[FileResult], summary: dict) -> str:
     used = sorted({s.code for r in results for s in r.sites})
     rules = [{"id": c, "shortDescription": {"text": _code_title(c) or c},
-              "help": {"text": (advice(c) if c in CODES else "") or _code_title(c) or c},
-              "helpUri": f"{DOCS_URL}#{c.lower()}"} for c in used]
+              "help": {"text": (advice(c) if c in CODES else "") or _code_title(c) or c}} for c in used]
     out = []
     for r in results:
         uri = r.path.replace(os.sep, "/")
@@ -155,8 +154,7 @@ def to_sarif(results: list[FileResult], summary: dict) -> str:
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "tfgradmigrate", "version": __version__,
-                                      "informationUri": DOCS_URL, "rules": rules}},
+        "runs": [{"tool": {"driver": {"name": "tfgradmigrate", "version": __version__, "rules": rules}},
                   "results": out}],
     }
     return json.dumps(doc, indent=2) + "\n"
