@@ -192,6 +192,9 @@ def test_needs_tf1_ignores_strings_and_comments():
     assert analysis.needs_tf1("with tf.Session() as s:\n    pass\n")
     assert analysis.needs_tf1("x = tf.compat.v1.placeholder(tf.float32)\n")
     assert not analysis.needs_tf1("# tf.Session()\nS = 'tf.placeholder'\nwith tf.GradientTape() as t:\n    pass\n")
+    # a TF1 gradient call the migrator refused to rewrite only runs in graph mode
+    assert analysis.needs_tf1("g = tf.gradients(y, x)\n") and analysis.needs_tf1("v = tf.trainable_variables()\n")
+    assert not analysis.needs_tf1("g = tape.gradient(y, x)\nself.gradients(x)\nm.trainable_variables\n")
 
 
 # ------------------------------------------------------------------ reporting
