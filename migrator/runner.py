@@ -97,7 +97,11 @@ def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
 
 
 def index_file(path: str, max_bytes: int) -> tuple[Optional[RunIndex], bool]:
-    """Pass 1 for one file: (its index, whether it holds overrides), or (None, False)."""
+    """Pass 1 for one file: (its index, whether it holds overrides), or (None, False).
+
+    Never raises: a file that cannot be read or indexed gets an empty index,
+    and pass 2 reports why.
+    """
     try:
         src = files.read_source(path, max_bytes)
         if not may_have_sites(src.raw):
@@ -107,11 +111,24 @@ def index_file(path: str, max_bytes: int) -> tuple[Optional[RunIndex], bool]:
             from migrator.notebook import code_cells, joined_code, load
 
             text = joined_code(code_cells(load(text)))
+        part = RunIndex()
+        part.add_file(path, text)
     except Exception:  # noqa: BLE001 - pass 2 reports it
         return RunIndex(), False
-    part = RunIndex()
-    part.add_file(path, text)
     return part, b"gradient_override_map" in src.raw or b"RegisterGradient" in src.raw
+
+
+def _index_all(paths: list[str], run_opts: RunOptions) -> list[tuple[Optional[RunIndex], bool]]:
+    """Pass 1 over every file, in a pool when the run is big enough to gain from one."""
+    jobs = min(run_opts.jobs, len(paths) // 50)
+    if jobs > 1:
+        try:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                chunk = max(1, len(paths) // (jobs * 8))
+                return list(pool.map(index_file, paths, [run_opts.max_bytes] * len(paths), chunksize=chunk))
+        except BrokenProcessPool:
+            pass  # a worker died: index in this process instead
+    return [index_file(p, run_opts.max_bytes) for p in paths]
 
 
 def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int], None]] = None) -> RunResult:
@@ -120,8 +137,7 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
     index = RunIndex()
     results: dict[str, FileResult] = {}
     first, rest = [], []
-    for path in paths:
-        part, overrides = index_file(path, run_opts.max_bytes)
+    for path, (part, overrides) in zip(paths, _index_all(paths, run_opts)):
         if part is None:
             results[path] = FileResult(path)
             if progress:
@@ -163,6 +179,8 @@ def _map(paths: list[str], index: RunIndex, run_opts: RunOptions, progress) -> l
             if progress:
                 progress(1)
         return out
+    import libcst  # noqa: F401 - loaded once here, so forked workers share it
+
     done: dict[str, FileResult] = {}
     try:
         with _pool(min(run_opts.jobs, len(paths)), index, run_opts) as pool:

@@ -53,3 +53,18 @@ def test_an_unparsable_override_file_counts_as_unmigrated(tmp_path, probe_plugin
     result = runner.run(sorted(str(p) for p in tmp_path.iterdir()), runner.RunOptions(mode=runner.CHECK))
     assert result.results[1].error
     assert "z_bad" in SEEN["a_user.py"]
+
+
+def test_big_runs_index_in_a_pool_with_the_same_outcome(tmp_path, probe_plugin):
+    for i in range(120):
+        body = "with g.gradient_override_map({'Sign': 'X'}):\n    y = tf.sign(x)\n" if i % 7 == 0 else "x = 1\n"
+        (tmp_path / f"m{i:03}.py").write_text(body)
+    (tmp_path / "m999.py").write_bytes(b"\xff gradient_override_map")  # undecodable
+    paths = sorted(str(p) for p in tmp_path.iterdir())
+    assert len(paths) // 50 >= 2  # big enough for the pooled pass 1
+    serial = runner.run(paths, runner.RunOptions(mode=runner.CHECK, jobs=1))
+    pooled = runner.run(paths, runner.RunOptions(mode=runner.CHECK, jobs=2))
+    as_json = [[r.to_json() for r in res.results] for res in (serial, pooled)]
+    assert as_json[0] == as_json[1]
+    assert sum(len(r.sites) for r in serial.results) == 18
+    assert serial.results[-1].error.startswith(f"{paths[-1]}:1:1: cannot decode")
