@@ -608,3 +608,47 @@ def test_pfor_module_alias_is_rewritten_and_its_import_removed():
     )
     assert "parallel_for" not in out
     assert [s.code for s in sites] == ["TFG004", "TFG004"]
+
+
+def test_source_of_unknown_structure_keeps_the_list_contract_with_nest_flatten():
+    out, sites = migrate(
+        """\
+        import tensorflow as tf
+
+        def f(operator, x):
+            flat = helper(operator)
+            y = model(flat, x)
+            g = tf.gradients(y, flat)
+            g0 = tf.gradients(y, x)[0]
+            return g, g0
+        """
+    )
+    assert only_migrated(sites) == 2
+    assert "g = tf.nest.flatten(tape.gradient(y, flat))" in out
+    assert "g0 = tape.gradient(y, x)" in out  # a parameter is taken to be a tensor
+
+
+def only_migrated(sites):
+    assert all(s.status == MIGRATED for s in sites), sites
+    return len(sites)
+
+
+def test_unknown_source_structure_runs_both_ways():
+    tf = pytest.importorskip("tensorflow")
+    out, _ = migrate(
+        """\
+        import tensorflow as tf
+
+        def f(arg):
+            h = passthrough(arg)
+            y = tf.reduce_sum(tf.nest.flatten(h)[0] ** 2)
+            return tf.gradients(y, h)
+        """
+    )
+    assert "return tf.nest.flatten(tape.gradient(y, h))" in out
+    ns: dict = {"passthrough": lambda v: v}
+    exec(compile(out, "<migrated>", "exec"), ns)
+    a = tf.constant([1.0, 2.0])
+    assert [g.numpy().tolist() for g in ns["f"](a)] == [[2.0, 4.0]]
+    g = ns["f"]([a, tf.constant(3.0)])
+    assert g[0].numpy().tolist() == [2.0, 4.0] and g[1] is None

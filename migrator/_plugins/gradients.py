@@ -116,7 +116,7 @@ class Call:
     target: Optional[str] = None  # result name of a synthetic inner gradient
     region: tuple = (0, 0)
     group: Optional["Group"] = None
-    xs_list: bool = False  # a single source name that is bound to a list
+    xs_kind: str = "tensor"  # a single source name: "tensor", "list" or "unknown"
     auto_watched: set = field(default_factory=set)  # sources bound to trainable variables
 
 
@@ -347,7 +347,45 @@ class GradientsPlugin(Plugin):
     triggers = (b"gradients", b"hessians", b"jacobian")
 
     def rewrite(self, module: cst.Module, ctx) -> cst.Module:
+        if not _may_have_candidates(module.code):
+            return module  # metadata is the expensive part: skip it when no name can match
         return _Rewrite(module, ctx).run()
+
+
+_API_LEAVES = {"gradients", "hessians", "jacobian", "batch_jacobian"}
+
+
+def _may_have_candidates(code: str) -> bool:
+    """Cheap syntactic pre-check (stdlib ast, no metadata): is there an ``X.gradients``-like
+    attribute on an imported name, or a name imported as one of the APIs?"""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return True
+    imported: set = set()
+    api_names: set = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                imported.add(a.asname or a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                bound = a.asname or a.name
+                imported.add(bound)
+                if a.name in _API_LEAVES:
+                    api_names.add(bound)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _API_LEAVES:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in imported:
+                return True
+        elif isinstance(node, ast.Name) and node.id in api_names:
+            return True
+    return False
 
 
 class _Rewrite:
@@ -698,8 +736,10 @@ class _Rewrite:
         body = scope.body if isinstance(scope, cst.FunctionDef) else scope
         fx = effects(body)
         self.scope_locals = set(fx.writes)
+        self.scope_params = set()
         if isinstance(scope, cst.FunctionDef):
-            self.scope_locals |= {p.name.value for p in _all_params(scope.params)}
+            self.scope_params = {p.name.value for p in _all_params(scope.params)} - fx.writes
+            self.scope_locals |= self.scope_params
         return fx.assigns, in_loop, isinstance(scope, cst.Module), self._computed(body)
 
     def _computed(self, body: cst.CSTNode) -> set:
@@ -778,7 +818,10 @@ class _Rewrite:
         c.sources = sources
         c.auto_watched = {key for key, _ in sources if self._is_variable(key, flat, k)}
         if c.kind == "grad" and dotted(c.xs) is not None:
-            c.xs_list = self._source_kind(dotted(c.xs), flat, k) == "list"
+            c.xs_kind = self._source_kind(dotted(c.xs), flat, k)
+        if c.kind == "hess" and dotted(c.xs) is not None and self._source_kind(dotted(c.xs), flat, k) != "tensor":
+            raise Refuse("TFG124", f"cannot tell that `{dotted(c.xs)}` is one tensor; pass tf.hessians a "
+                                   "tensor bound by a TF call, or migrate by hand")
         if nested:
             written_here = set()
             for i in range(k):
@@ -822,23 +865,32 @@ class _Rewrite:
         return [(key, expr)]
 
     def _source_kind(self, key: str, flat: list[Item], k: int) -> str:
-        """"list" when a source name is bound to a list of tensors, else "tensor"."""
-        if "." in key:
-            return "list" if key.rsplit(".", 1)[-1] in LIST_ATTRS else "tensor"
-        kinds = set()
-        for v in self._bindings(key, flat, k):
-            if isinstance(v, (cst.List, cst.Tuple, cst.ListComp)):
-                kinds.add("list")
-            elif isinstance(v, cst.Call) and (tf_name(v, self.qn) in LIST_RETURNING or dotted(v.func) == "list"):
-                kinds.add("list")
-            elif isinstance(v, cst.Attribute) and v.attr.value in LIST_ATTRS:
-                kinds.add("list")
-            else:
-                kinds.add("tensor")
-        if len(kinds) > 1:
+        """"list" or "tensor" when the binding of a source name shows it, else "unknown"."""
+        vals = self._bindings(key, flat, k)
+        if not vals:
+            if "." in key:
+                return "list" if key.rsplit(".", 1)[-1] in LIST_ATTRS else "unknown"
+            return "tensor" if key in self.scope_params else "unknown"
+        kinds = {self._value_kind(v) for v in vals}
+        if kinds == {"list", "tensor"}:
             raise Refuse("TFG124", f"`{key}` is bound both to a list and to a tensor; bind the sources to one "
                                    "list before the call")
-        return kinds.pop() if kinds else "tensor"
+        return kinds.pop() if len(kinds) == 1 else "unknown"
+
+    def _value_kind(self, v: Optional[cst.BaseExpression]) -> str:
+        if isinstance(v, (cst.List, cst.Tuple, cst.ListComp)):
+            return "list"
+        if isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)):
+            return "tensor"
+        if isinstance(v, cst.Attribute) and v.attr.value in LIST_ATTRS:
+            return "list"
+        if isinstance(v, cst.Call):
+            name = tf_name(v, self.qn)
+            if name in LIST_RETURNING or dotted(v.func) == "list":
+                return "list"
+            if name is not None and name.startswith("tensorflow.") and name != "tensorflow.nest.flatten":
+                return "tensor"
+        return "unknown"
 
     def _is_variable(self, key: str, flat: list[Item], k: int) -> bool:
         """Bound to a trainable tf.Variable: the tape watches it by itself."""
@@ -958,15 +1010,15 @@ class _Rewrite:
             xs = c.xs
             single = dotted(xs)
             if c.index0:
-                if single is not None and not c.xs_list:
+                if single is not None and c.xs_kind == "tensor":
                     pass
                 elif isinstance(xs, (cst.List, cst.Tuple)) and len(xs.elements) == 1:
                     xs = xs.elements[0].value
                 else:
-                    return cst.Subscript(value=self._grad_call(c, tape, ys, self._as_list(c, xs)),
+                    return cst.Subscript(value=self._grad_list(c, tape, ys, xs),
                                          slice=[cst.SubscriptElement(cst.Index(cst.Integer("0")))])
                 return self._grad_call(c, tape, ys, xs)
-            return self._grad_call(c, tape, ys, self._as_list(c, xs))
+            return self._grad_list(c, tape, ys, xs)
         if c.kind == "hess":
             xs = c.xs if dotted(c.xs) is not None else c.xs.elements[0].value
             jac = _call(f"{tape}.jacobian", [cst.Name(next(iter(c.ys_keys))), _clean(xs)], [])
@@ -974,14 +1026,19 @@ class _Rewrite:
         method = "jacobian" if c.kind == "jac" else "batch_jacobian"
         return _call(f"{tape}.{method}", [_clean(ys), _clean(c.xs)], [(k, _clean(v)) for k, v in c.kwargs.items()])
 
-    def _as_list(self, c: Call, xs: cst.BaseExpression) -> cst.BaseExpression:
+    def _grad_list(self, c: Call, tape: str, ys, xs) -> cst.BaseExpression:
+        """A ``tape.gradient`` that returns a list, as tf.gradients did."""
         if dotted(xs) is not None:
-            return xs if c.xs_list else cst.List([cst.Element(_clean(xs))])
-        if isinstance(xs, cst.Tuple):
+            if c.xs_kind == "tensor":
+                xs = cst.List([cst.Element(_clean(xs))])
+            elif c.xs_kind == "unknown":
+                # a tensor gives a tensor, a list a list: flatten gives tf.gradients' list either way
+                return _call(f"{self.tf}.nest.flatten", [self._grad_call(c, tape, ys, xs)], [])
+        elif isinstance(xs, cst.Tuple):
             els = [el.deep_clone() for el in xs.elements]
             els[-1] = els[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            return cst.List(elements=els)
-        return xs
+            xs = cst.List(elements=els)
+        return self._grad_call(c, tape, ys, xs)
 
     def _grad_call(self, c: Call, tape: str, ys, xs) -> cst.Call:
         return _call(f"{tape}.gradient", [_clean(ys), _clean(xs)], [(k, _clean(v)) for k, v in c.kwargs.items()])
