@@ -335,6 +335,7 @@ def test_hoisted_target_gets_a_readable_fresh_name():
 REFUSALS = [
     ("TFG120", "def f(loss, x):\n    return tf.gradients(loss, x)\n"),
     ("TFG120", "class M:\n    def grads(self, x):\n        return tf.gradients(self.loss, x)\n"),
+    ("TFG120", "def step(loss, var_list):\n    loss = loss * 0.5\n    return tf.gradients(loss, var_list)\n"),
     ("TFG125", "x = tf.constant(1.0)\nlosses = [x * 2.0, x * 3.0]\nfor loss in losses:\n    g = tf.gradients(loss, x)\n"),
     ("TFG121", '@tf.RegisterGradient("G")\ndef _g(op, grad):\n    y = op.outputs[0] * 2.0\n    return tf.gradients(y, op.inputs[0])\n'),
     ("TFG121", "def body(i, x):\n    y = x * x\n    return i + 1, tf.gradients(y, x)[0]\n\n\nout = tf.while_loop(lambda i, x: i < 3, body, [0, tf.constant(1.0)])\n"),

@@ -800,6 +800,15 @@ class _Rewrite:
                                        "around the computation of each value inside the loop")
             raise Refuse("TFG120", f"`{name}` is not computed in this block; compute `{name}` inside a "
                                    "GradientTape where the model is called")
+        written: set = set()
+        for i in sorted(S):
+            comes_in = {key for key in c.ys_keys if key in flat[i].fx.reads and not touches(written, {key})}
+            if comes_in:
+                name = sorted(comes_in)[0]
+                raise Refuse("TFG120", f"`{name}` comes into this block from outside (it is rebound from its own "
+                                       f"earlier value); compute `{name}` inside a GradientTape where the model "
+                                       "is called")
+            written |= flat[i].fx.writes
         active = [i for i in S if not flat[i].inert]
         if not active:
             raise Refuse("TFG126", f"`{ys_txt}` is computed from constants only in this block: a tape would "
