@@ -336,6 +336,8 @@ REFUSALS = [
     ("TFG120", "def f(loss, x):\n    return tf.gradients(loss, x)\n"),
     ("TFG120", "class M:\n    def grads(self, x):\n        return tf.gradients(self.loss, x)\n"),
     ("TFG120", "def step(loss, var_list):\n    loss = loss * 0.5\n    return tf.gradients(loss, var_list)\n"),
+    ("TFG120", "def jac(output, xs):\n    def loop_fn(i):\n        y = tf.gather(output, i)\n        return tf.gradients(y, xs)\n    return loop_fn\n"),
+    ("TFG120", "class M:\n    def grads(self, x):\n        y = self.h * x\n        return tf.gradients(y, self.w)\n"),
     ("TFG125", "x = tf.constant(1.0)\nlosses = [x * 2.0, x * 3.0]\nfor loss in losses:\n    g = tf.gradients(loss, x)\n"),
     ("TFG121", '@tf.RegisterGradient("G")\ndef _g(op, grad):\n    y = op.outputs[0] * 2.0\n    return tf.gradients(y, op.inputs[0])\n'),
     ("TFG121", "def body(i, x):\n    y = x * x\n    return i + 1, tf.gradients(y, x)[0]\n\n\nout = tf.while_loop(lambda i, x: i < 3, body, [0, tf.constant(1.0)])\n"),
@@ -653,3 +655,17 @@ def test_unknown_source_structure_runs_both_ways():
     assert [g.numpy().tolist() for g in ns["f"](a)] == [[2.0, 4.0]]
     g = ns["f"]([a, tf.constant(3.0)])
     assert g[0].numpy().tolist() == [2.0, 4.0] and g[1] is None
+
+
+def test_parameters_are_taken_as_independent_inputs():
+    out, sites = migrate(
+        """\
+        import tensorflow as tf
+
+        def f(x, w, model):
+            y = model(x) * w
+            return tf.gradients(y, x)
+        """
+    )
+    assert only(sites).status == MIGRATED
+    assert "return tape.gradient(y, [x])" in out

@@ -25,6 +25,8 @@ class Effects:
     writes: set[str] = field(default_factory=set)
     #: keys bound by plain assignment-like statements (not def/class/import)
     assigns: set[str] = field(default_factory=set)
+    #: keys read as data (an argument or operand), not only as the function of a call
+    data: set[str] = field(default_factory=set)
 
 
 def touches(writes: set[str], keys: set[str]) -> bool:
@@ -185,14 +187,26 @@ class _Collector(cst.CSTVisitor):
         return False
 
     # -- reads ----------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> bool:
+        key = dotted(node.func)
+        if key is not None:
+            self.fx.reads.add(key)  # the callee: read, but not as data
+        else:
+            node.func.visit(self)
+        for a in node.args:
+            a.visit(self)
+        return False
+
     def visit_Name(self, node: cst.Name) -> bool:
         self.fx.reads.add(node.value)
+        self.fx.data.add(node.value)
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         key = dotted(node)
         if key is not None:
             self.fx.reads.add(key)
+            self.fx.data.add(key)
         else:
             node.value.visit(self)
         return False

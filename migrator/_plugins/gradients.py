@@ -13,6 +13,7 @@ See docs/rewrite_gradients.md for every rule and refusal.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -173,7 +174,18 @@ class _Find(cst.CSTVisitor):
         self.tf_alias: Optional[str] = None
         self.variables: dict[str, list] = {}
         self.imported: set[str] = set()
+        self.defs: set[str] = set()
         self.depth = 0
+
+    @functools.cached_property
+    def module_constants(self) -> set:
+        """Module-level names bound only to defs/classes or values that read no program names."""
+        ok = self.imported | BUILTINS
+        out = set(self.defs)
+        for name, vals in self.variables.items():
+            if all(all(r.split(".")[0] in ok for r in effects(v).reads) for v in vals):
+                out.add(name)
+        return out
 
     def visit_Call(self, node: cst.Call) -> None:
         name = tf_name(node, self)
@@ -204,7 +216,13 @@ class _Find(cst.CSTVisitor):
                 if isinstance(el, cst.DictElement):
                     self._graph_fn(el.value)
 
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self.depth == 0:
+            self.defs.add(node.name.value)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.depth == 0:
+            self.defs.add(node.name.value)
         self.depth += 1
         for dec in node.decorators:
             d = dec.decorator
@@ -735,6 +753,7 @@ class _Rewrite:
             cur = parent
         body = scope.body if isinstance(scope, cst.FunctionDef) else scope
         fx = effects(body)
+        self.scope_is_function = isinstance(scope, cst.FunctionDef)
         self.scope_locals = set(fx.writes)
         self.scope_params = set()
         if isinstance(scope, cst.FunctionDef):
@@ -825,6 +844,8 @@ class _Rewrite:
         for key, expr in items:
             sources.extend(self._expand_source(key, expr, flat, k))
         c.sources = sources
+        if self.scope_is_function:
+            self._outside_data(c, flat, S, sources, k)
         c.auto_watched = {key for key, _ in sources if self._is_variable(key, flat, k)}
         if c.kind == "grad" and dotted(c.xs) is not None:
             c.xs_kind = self._source_kind(dotted(c.xs), flat, k)
@@ -846,6 +867,31 @@ class _Rewrite:
                         raise Refuse("TFG120", f"`{r}` feeds `{ys_txt}` but is computed outside this block; "
                                                "compute it inside a GradientTape in the same block as the "
                                                "gradient")
+
+    def _outside_data(self, c: Call, flat: list[Item], S: list, sources: list, k: int) -> None:
+        """Refuse when a value from outside the function (a closure variable, a computed global,
+        an attribute set elsewhere) feeds ys while a source also comes from outside: TF1 followed
+        any path between them, a tape inside this function cannot see it.  Parameters are taken
+        as independent inputs."""
+        source_keys = {key for key, _ in sources}
+        if all(touches(self.scope_locals - self.scope_params, {key}) for key in source_keys):
+            return  # every source is created in this function: nothing outside can depend on it
+        written: set = set()
+        for i in sorted(S):
+            for r in sorted(flat[i].fx.data):
+                if touches(written, {r}) or touches({r}, source_keys):
+                    continue
+                root = r.split(".")[0]
+                if root in self.scope_locals - self.scope_params:
+                    continue  # a local: the nested-block rule covers it
+                if root in self.scope_params and "." not in r:
+                    continue
+                if root in self.find.imported or root in BUILTINS or root in self.find.module_constants:
+                    continue
+                raise Refuse("TFG120", f"`{r}` feeds `{', '.join(sorted(c.ys_keys))}` but comes from outside this "
+                                       "function, and so do the sources: the tape cannot see a path between "
+                                       "them; compute both inside a GradientTape where the model is called")
+            written |= flat[i].fx.writes
 
     def _bindings(self, key: str, flat: list[Item], k: int) -> list:
         """Values bound to ``key`` that reach item k: the last ``key = value`` of the block
