@@ -1,6 +1,6 @@
 """The pipeline, in one screen:
 
-    discover -> prefilter (bytes) -> index (ast, pass 1) -> parse (libcst)
+    discover -> prefilter (bytes) -> index + confirm (ast, pass 1) -> parse (libcst)
     -> analyse sites + transform (plugins, in order) -> render -> write -> verify
 
 This module holds the text-level core (``migrate_text``) and the cheap
@@ -21,12 +21,44 @@ from migrator.model import MANUAL, Site
 #: A file that matches none of these bytes cannot contain a site.  Every
 #: plugin's ``triggers`` must be covered (tests/test_pipeline.py checks).
 PREFILTER = re.compile(
-    rb"gradient_override_map|RegisterGradient|gradients|parallel_for|py_func|hessians"
+    rb"gradient_override_map|RegisterGradient|gradients|parallel_for|py_func|hessians|jacobian"
 )
 
 
 def may_have_sites(data: bytes) -> bool:
     return PREFILTER.search(data) is not None
+
+
+#: Names whose presence in code (not in strings or comments) makes a file worth
+#: parsing with libcst: the second, still cheap, filter after the bytes.
+CANDIDATE_NAMES = frozenset(
+    {"gradient_override_map", "RegisterGradient", "gradients", "hessians", "jacobian", "batch_jacobian", "py_func"}
+)
+
+
+def _has_candidates(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
+            if name in CANDIDATE_NAMES:
+                return True
+        elif isinstance(node, ast.Attribute) and node.attr in CANDIDATE_NAMES:
+            return True  # also `fn = tf.gradients`: a reference the gradients plugin reports
+        elif isinstance(node, ast.ImportFrom):
+            # `from tensorflow import gradients as g` calls it under another name
+            if "parallel_for" in (node.module or "") or any(a.name in CANDIDATE_NAMES for a in node.names):
+                return True
+    return False
+
+
+def has_candidates(source: str) -> bool:
+    """The ast confirmation: does any call or import name a gradient API?  (True if unparsable:
+    libcst then reports the error.)"""
+    try:
+        return _has_candidates(ast.parse(source))
+    except (SyntaxError, ValueError):
+        return True
 
 
 class ParseError(Exception):
@@ -71,11 +103,16 @@ class RunIndex:
     override_modules: set[str] = field(default_factory=set)
     #: filled between the two halves of pass 2: modules whose overrides stayed manual
     unmigrated_override_modules: set[str] = field(default_factory=set)
+    #: files pass 1 parsed and found no candidate in (pass 2 skips libcst for them)
+    quiet_paths: set[str] = field(default_factory=set)
 
     def add_file(self, path: str, source: str) -> None:
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
+            return
+        if not _has_candidates(tree):
+            self.quiet_paths.add(path)
             return
         facts = scan_tree(tree)
         for reg in facts.registrations:
@@ -91,6 +128,7 @@ class RunIndex:
         self.mapped_names |= other.mapped_names
         self.override_modules |= other.override_modules
         self.unmigrated_override_modules |= other.unmigrated_override_modules
+        self.quiet_paths |= other.quiet_paths
 
 
 @dataclass
@@ -205,6 +243,8 @@ def migrate_text(
     if index is None:
         index = RunIndex()
         index.add_file(path, source)
+    if path in index.quiet_paths:
+        return source, []  # the words appear only in strings, comments or unrelated names
     import libcst as cst  # lazily: only files that passed the prefilter pay for it
 
     from migrator._plugins import plugins

@@ -14,7 +14,7 @@ import fake_plugin
 from fake_plugin import MIGRATED, SAMPLE, run_cli
 from migrator import cli, pipeline
 
-MANUAL_SRC = "import tensorflow as tf\n\ndef f(x):\n    return x  # MANUAL_SITE: custom gradients\n"
+MANUAL_SRC = "import tensorflow as tf\n\ndef f(x):\n    return x.gradients()  # MANUAL_SITE: custom gradients\n"
 
 
 @pytest.fixture(autouse=True)

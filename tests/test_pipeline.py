@@ -1,0 +1,64 @@
+"""The cheap stages in front of libcst: the byte prefilter and the ast confirmation."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from migrator._plugins import plugins
+from migrator.pipeline import PREFILTER, RunIndex, has_candidates, line_map, migrate_text
+
+
+def test_every_plugin_trigger_passes_the_prefilter():
+    for plugin in plugins():
+        for trigger in plugin.triggers:
+            assert PREFILTER.search(trigger), (plugin.name, trigger)
+
+
+@pytest.mark.parametrize(
+    "src, expected",
+    [
+        ('"""Compute tf.gradients with gradient_override_map."""\n', False),  # docstring only
+        ("# tf.gradients(y, x)\nx = 1\n", False),  # comment only
+        ("gradients = compute()\nprint(gradients)\n", False),  # a variable named gradients
+        ("g = tf.gradients(y, x)\n", True),
+        ("fn = tf.gradients\n", True),  # a reference: reported by the gradients plugin
+        ("from tensorflow import gradients as grad_fn\n", True),
+        ("from tensorflow.python.ops.parallel_for.gradients import jacobian\n", True),
+        ("with g.gradient_override_map({}):\n    pass\n", True),
+        ("@tf.RegisterGradient('X')\ndef f(op, grad):\n    return grad\n", True),
+        ("def broken(:\n", True),  # unparsable: libcst reports it
+    ],
+)
+def test_ast_confirmation(src, expected):
+    assert has_candidates(src) is expected
+
+
+def test_quiet_files_skip_libcst():
+    src = '"""Mentions tf.gradients only in a docstring."""\nx = 1\n'
+    index = RunIndex()
+    index.add_file("q.py", src)
+    assert "q.py" in index.quiet_paths
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from migrator.pipeline import migrate_text
+        assert migrate_text({src!r}) == ({src!r}, [])
+        assert "libcst" not in sys.modules, "libcst was imported for a file with no candidate"
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_unchanged_text_is_returned_as_the_same_object():
+    src = "import tensorflow as tf\n\nwith tf.GradientTape() as tape:\n    pass\ng = tape.gradient(1, 2)\n"
+    out, sites = migrate_text(src)
+    assert out is src and sites == []
+
+
+def test_line_map_ignores_indentation_changes():
+    old = "a = 1\nwith x:\n    b = 2\nc = 3\n"
+    new = "a = 1\nb = 2\nc = 3\n"
+    assert line_map(old, new) == {1: 1, 2: 3, 3: 4}
