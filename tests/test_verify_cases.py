@@ -238,3 +238,35 @@ def test_original_imports_of_tensorflow_submodules_and_tf1_fallback(tmp_path):
 
     r = verify_pair(str(orig), str(mig))
     assert [c.status for c in r.checks] == ["match"] and r.migrated_mode == "tf1-graph+resource-variables"
+
+
+def test_random_ops_draw_the_same_numbers_on_both_sides(tmp_path):
+    """Graph-mode original vs eager (and tf.function) migration of a function with a random op."""
+    orig, mig = tmp_path / "noisy.py", tmp_path / "noisy_tf2.py"
+    orig.write_text(textwrap.dedent("""
+        import tensorflow as tf
+
+        @tf.RegisterGradient("Twice")
+        def _twice(op, grad):
+            return 2.0 * grad
+
+        def noisy(x):
+            with tf.get_default_graph().gradient_override_map({"Identity": "Twice"}):
+                y = tf.identity(x)
+            return y * tf.random_uniform(tf.shape(x))
+    """))
+    mig.write_text(textwrap.dedent("""
+        import tensorflow as tf
+
+        @tf.custom_gradient
+        def _twice(x):
+            return tf.identity(x), lambda dy: 2.0 * dy
+
+        def noisy(x):
+            return _twice(x) * tf.random.uniform(tf.shape(x))
+    """))
+    from migrator.verify.engine import verify_pair
+
+    r = verify_pair(str(orig), str(mig))
+    assert [(c.label, c.status) for c in r.checks] == [("noisy(float32[2, 2])", "match")], r.checks
+    assert r.checks[0].mode.endswith("tf2-eager+tf.function")

@@ -392,8 +392,8 @@ def verify_variants(original: str, migrated: list, rtol=None, atol=None, timeout
             i, child, deadline = running.pop(0)
             res = child.wait(deadline)
             m, mode, specs, plan = variants[i]
-            fail = _failure(res, child, timeout)
-            if mode == TF2 and fail and _TF1_ONLY_ERROR.search(fail):
+            errors = [_failure(res, child, timeout)] + [p.get("error") for p in (res or {}).get("probes", [])]
+            if mode == TF2 and any(e and _TF1_ONLY_ERROR.search(e) for e in errors):
                 # TF1-only code the static scan missed: run it the TF1 way instead.
                 variants[i] = (m, TF1_RESOURCE, specs, plan)
                 child = _Child({"path": m, "mode": TF1_RESOURCE, "side": "migrated", "probes": specs}, work,

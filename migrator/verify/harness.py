@@ -112,6 +112,9 @@ def run(request: dict) -> dict:
     from migrator.verify import probe as probe_mod
     from migrator.verify import record as record_mod
 
+    from migrator.verify.seeding import SEEDER
+
+    SEEDER.install()
     recorder = record_mod.Recorder(tf, path, graph_mode=mode != TF2)
     recorder.install()
 

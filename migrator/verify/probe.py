@@ -19,15 +19,23 @@ import zlib
 import numpy as np
 
 from migrator.verify.record import to_value
+from migrator.verify.seeding import SEEDER
 
 
-def cotangent(probe_id: str, index: int, shape, dtype) -> np.ndarray:
-    """A fixed random cotangent: magnitudes in [0.5, 1.5], random signs."""
-    rng = np.random.default_rng(zlib.crc32(f"{probe_id}:{index}".encode()))
-    shape = tuple(int(s) for s in shape)
-    mag = rng.uniform(0.5, 1.5, size=shape)
-    sign = rng.choice(np.array([-1.0, 1.0]), size=shape)
-    return np.asarray(mag * sign).astype(dtype)
+def cotangent(tf, probe_id: str, index: int, y):
+    """A fixed random cotangent for output ``y``: magnitudes in [0.5, 1.5], random signs.
+
+    Built from stateless random ops inside the computation, so graph mode,
+    eager mode and ``tf.function`` get the same values, and graph mode needs
+    no extra run (a second run would redraw any random op of the function).
+    """
+    from tensorflow.python.ops import stateless_random_ops as srand
+
+    seed = zlib.crc32(f"{probe_id}:{index}".encode()) % (1 << 30)
+    shape = tf.shape(y)
+    mag = srand.stateless_random_uniform(shape, [seed, 1], minval=0.5, maxval=1.5, dtype=tf.float32)
+    sign = 2.0 * tf.floor(2.0 * srand.stateless_random_uniform(shape, [seed, 2], dtype=tf.float32)) - 1.0
+    return tf.cast(mag * sign, y.dtype)
 
 
 def _short(exc: BaseException) -> str:
@@ -40,6 +48,8 @@ def _is_tensor(x) -> bool:
 
 
 def _prepare(tf, spec):
+    # every run of a probe (original, eager, tf.function) draws the same random numbers
+    SEEDER.reset(zlib.crc32(spec["id"].encode()) % (1 << 30) + 1_000_000)
     args, sources = [], []
     for a in spec["args"]:
         if isinstance(a, np.ndarray):
@@ -79,80 +89,61 @@ def _graph_probe(tf, fn, spec, side, sess_box):
     new_vars = [v for v in tf.global_variables() if id(v) not in before]
     if new_vars:
         sess.run(tf.variables_initializer(new_vars))
-    fwd = [to_value(v) for v in sess.run(leaves)] if leaves else []
-    targets = [(i, t) for i, t in enumerate(leaves) if _float_dtype(t)]
-    grads = []
+    targets = [t for t in leaves if _float_dtype(t)]
+    g = []
     if targets and sources:
-        cots = [cotangent(spec["id"], i, fwd[i].shape, fwd[i].dtype) for i, _ in targets]
-        ys = [t for _, t in targets]
+        cots = [cotangent(tf, spec["id"], i, t) for i, t in enumerate(targets)]
         if side == "original":
-            g = tf.gradients(ys, sources, grad_ys=[tf.constant(c) for c in cots])
+            g = tf.gradients(targets, sources, grad_ys=cots)
         else:
-            g = tape.gradient(ys, sources, output_gradients=[tf.constant(c) for c in cots])
-        present = [x for x in g if x is not None]
-        vals = iter(sess.run(present) if present else [])
-        grads = [None if x is None else to_value(next(vals)) for x in g]
-    return {"fwd": fwd, "grads": grads}
+            g = tape.gradient(targets, sources, output_gradients=cots)
+    present = [x for x in g if x is not None]
+    # one run: forward values and gradients see the same random draws
+    fwd, got = sess.run((leaves, present)) if (leaves or present) else ([], [])
+    vals = iter(got)
+    grads = [None if x is None else to_value(next(vals)) for x in g]
+    return {"fwd": [to_value(v) for v in fwd], "grads": grads}
 
 
-def _eager_probe(tf, fn, spec):
+def _tape_probe(tf, fn, spec, args, sources):
     from tensorflow.python.util import nest
 
-    args, sources = _prepare(tf, spec)
     with tf.GradientTape(persistent=True) as tape:
         for s in sources:
             tape.watch(s)
         out = fn(*args, **spec["kwargs"])
     leaves = [x for x in nest.flatten(out) if _is_tensor(x)]
-    fwd = [to_value(x) for x in leaves]
-    targets = [(i, t) for i, t in enumerate(leaves) if _float_dtype(t)]
+    targets = [t for t in leaves if _float_dtype(t)]
     grads = []
-    cots = []
     if targets and sources:
-        cots = [cotangent(spec["id"], i, fwd[i].shape, fwd[i].dtype) for i, _ in targets]
-        g = tape.gradient([t for _, t in targets], sources, output_gradients=[tf.constant(c) for c in cots])
-        grads = [to_value(x) for x in g]
-    return {"fwd": fwd, "grads": grads}, cots
+        cots = [cotangent(tf, spec["id"], i, t) for i, t in enumerate(targets)]
+        grads = list(tape.gradient(targets, list(sources), output_gradients=cots))
+    return leaves, grads
 
 
-def _function_probe(tf, fn, spec, cots):
+def _eager_probe(tf, fn, spec):
+    args, sources = _prepare(tf, spec)
+    leaves, grads = _tape_probe(tf, fn, spec, args, sources)
+    return {"fwd": [to_value(x) for x in leaves], "grads": [to_value(x) for x in grads]}
+
+
+def _function_probe(tf, fn, spec):
     """The same probe with the call and the tape inside a tf.function."""
-    from tensorflow.python.util import nest
-
     args, sources = _prepare(tf, spec)
     src_pos = [i for i, a in enumerate(spec["args"]) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
-    kwargs = spec["kwargs"]
-
-    def body(*src):
-        call = list(args)
-        for i, s in zip(src_pos, src):
-            call[i] = s
-        with tf.GradientTape(persistent=True) as tape:
-            for s in src:
-                tape.watch(s)
-            out = fn(*call, **kwargs)
-        leaves = [x for x in nest.flatten(out) if _is_tensor(x)]
-        targets = [t for t in leaves if _float_dtype(t)]
-        grads = []
-        if targets and src and cots:
-            g = tape.gradient(targets, list(src), output_gradients=[tf.constant(c) for c in cots])
-            grads = [tf.zeros((0,), tf.float32) if x is None else x for x in g]
-            flags = [x is None for x in g]
-        else:
-            flags = []
-        return leaves, grads, flags
-
     flags_box = []
 
     def traced(*src):
-        leaves, grads, flags = body(*src)
-        flags_box[:] = flags
-        return leaves, grads
+        call = list(args)
+        for i, s in zip(src_pos, src):
+            call[i] = s
+        leaves, grads = _tape_probe(tf, fn, spec, call, list(src))
+        flags_box[:] = [x is None for x in grads]
+        return leaves, [tf.zeros((0,), tf.float32) if x is None else x for x in grads]
 
     leaves, grads = tf.function(traced)(*sources)
-    fwd = [to_value(x) for x in leaves]
-    gv = [None if flag else to_value(x) for x, flag in zip(grads, flags_box)]
-    return {"fwd": fwd, "grads": gv}
+    return {"fwd": [to_value(x) for x in leaves],
+            "grads": [None if flag else to_value(x) for x, flag in zip(grads, flags_box)]}
 
 
 def run_probes(tf, namespace: dict, probes: list, mode: str, side: str) -> list:
@@ -177,10 +168,9 @@ def run_probes(tf, namespace: dict, probes: list, mode: str, side: str) -> list:
             if side_graph:
                 res.update(_graph_probe(tf, fn, spec, side, sess_box))
             else:
-                value, cots = _eager_probe(tf, fn, spec)
-                res.update(value)
+                res.update(_eager_probe(tf, fn, spec))
                 try:
-                    res["tf_function"] = _function_probe(tf, fn, spec, cots)
+                    res["tf_function"] = _function_probe(tf, fn, spec)
                 except Exception as exc:  # noqa: BLE001
                     res["tf_function_error"] = _short(exc)
             res["ok"] = True
