@@ -13,18 +13,15 @@ import json
 import re
 from typing import Optional
 
+from migrator.files import FileError
 from migrator.model import Site
 
 _MAGIC = re.compile(r"^\s*(%|!|\?)|\?\s*$|^\s*\w+\s*=\s*[!%]")
 _MARKER = "# tfgradmigrate-cell-{}"
 
 
-class NotebookError(Exception):
-    def __init__(self, message: str, line: int = 1, col: int = 1):
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.col = col
+class NotebookError(FileError):
+    """The notebook is not valid JSON, or one of its cells cannot be parsed."""
 
 
 def _has_magic(code: str) -> bool:

@@ -71,7 +71,7 @@ def migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
 
 def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
     from migrator import pipeline
-    from migrator.notebook import NotebookError, migrate_notebook
+    from migrator.notebook import migrate_notebook
 
     try:
         src = files.read_source(path, run.max_bytes)
@@ -82,7 +82,7 @@ def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
             new, sites = migrate_notebook(text, path, index, run.options)
         else:
             new, sites = pipeline.migrate_text(text, path, index, run.options)
-    except (files.FileError, pipeline.ParseError, NotebookError) as e:
+    except (files.FileError, pipeline.ParseError) as e:  # NotebookError is a FileError
         return FileResult(path, error=f"{path}:{e.line}:{e.col}: {e.message}")
     result = FileResult(path, changed=new != text, sites=sites)
     if result.changed and run.mode == WRITE:

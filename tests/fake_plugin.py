@@ -55,3 +55,5 @@ def run_cli(*args: str):
 
 SAMPLE = "import tensorflow as tf\n\nx = tf.constant(1.0)\ny = x * x\ng = tf.gradients(y, x)\n"
 MIGRATED = SAMPLE.replace("tf.gradients(", "tape_gradients(")
+#: a file whose only site is a manual one (the fake plugin reports line 4)
+MANUAL_SRC = "import tensorflow as tf\n\ndef f(x):\n    return x.gradients()  # MANUAL_SITE: custom gradients\n"

@@ -11,10 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 import fake_plugin
-from fake_plugin import MIGRATED, SAMPLE, run_cli
+from fake_plugin import MANUAL_SRC, MIGRATED, SAMPLE, run_cli
 from migrator import cli, pipeline
-
-MANUAL_SRC = "import tensorflow as tf\n\ndef f(x):\n    return x.gradients()  # MANUAL_SITE: custom gradients\n"
 
 
 @pytest.fixture(autouse=True)

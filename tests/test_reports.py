@@ -7,11 +7,9 @@ import re
 import pytest
 
 import fake_plugin
-from fake_plugin import SAMPLE, run_cli
+from fake_plugin import MANUAL_SRC, SAMPLE, run_cli
 from migrator import reports
 from migrator.model import FileResult, Site
-
-MANUAL_SRC = "import tensorflow as tf\n\ndef f(x):\n    return x.gradients()  # MANUAL_SITE: custom gradients\n"
 
 
 @pytest.fixture(autouse=True)
