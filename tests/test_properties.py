@@ -52,8 +52,8 @@ ACTIVE = [
 
 
 @st.composite
-def modules(draw, active: bool):
-    pool = INERT + ACTIVE if active else INERT
+def modules(draw, active: bool, inert=tuple(INERT)):
+    pool = list(inert) + ACTIVE if active else list(inert)
     body = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=5))
     text = HEADER + "\n".join(body)
     if draw(st.booleans()):
@@ -110,8 +110,13 @@ def test_output_parses_and_a_second_run_changes_nothing(data):
     assert twice == once
 
 
+#: the test plugin rewrites text, but the pipeline skips a file whose only
+#: mention of tf.gradients( is a comment or a string: keep those out here
+TEXT_ONLY_SAFE = tuple(s for s in INERT if "tf.gradients(" not in s)
+
+
 @SETTINGS
-@given(modules(active=True))
+@given(modules(active=True, inert=TEXT_ONLY_SAFE))
 def test_file_layer_round_trip_is_exact(data):
     with fake_plugin.installed():
         once, twice, result, _ = run_on(data)
