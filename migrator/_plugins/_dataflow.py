@@ -14,10 +14,6 @@ from migrator.tfnames import dotted
 
 BUILTINS = frozenset(dir(builtins))
 
-#: compound statements whose bodies run in the same scope
-COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)
-SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
 
 @dataclass
 class Effects:
@@ -221,7 +217,3 @@ def effects(node: cst.CSTNode) -> Effects:
     c = _Collector()
     node.visit(c)
     return c.fx
-
-
-def is_compound(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, COMPOUND)

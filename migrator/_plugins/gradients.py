@@ -23,7 +23,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from migrator import codes
 from migrator._plugins import Plugin, register
-from migrator._plugins._dataflow import BUILTINS, SCOPES, Effects, effects, touches
+from migrator._plugins._dataflow import BUILTINS, Effects, effects, touches
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
 from migrator.pipeline import imported_modules
