@@ -12,7 +12,7 @@ import pytest
 
 from migrator.verify import analysis, inputs
 from migrator.verify.compare import compare_lists, compare_values, tolerances
-from migrator.verify.engine import Check, site_verifications, PairResult
+from migrator.verify.engine import Check, PairResult, site_verifications
 from migrator.verify.report import exit_code, format_check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -68,7 +68,7 @@ def _batch(before: str, files: list, work: str) -> dict:
     return dict(zip(keys, results))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hand_results() -> dict:
     """{case: {(file, operator): PairResult}} for tests/verify_data."""
     work = tempfile.mkdtemp(prefix="tfgm-verify-tests-")
@@ -82,7 +82,7 @@ def hand_results() -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def golden_results() -> dict:
     """{case: {(file, operator): PairResult} | {"error": ...}} for fixtures/<case>/."""
     work = tempfile.mkdtemp(prefix="tfgm-verify-golden-")

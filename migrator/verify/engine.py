@@ -274,7 +274,7 @@ def align_records(old_recs: list, new_recs: list) -> tuple:
 def _record_checks(old_recs, new_recs, modes, new_fail, rtol, atol):
     """Checks for the original's gradient records, and notes on migrated-only ones."""
     mode = f"script: {modes[0]} vs {modes[1]}"
-    pairs, only_old, only_new = align_records(old_recs, new_recs)
+    pairs, _only_old, only_new = align_records(old_recs, new_recs)
     partner = dict(pairs)
     checks = []
     for i, a in enumerate(old_recs):

@@ -111,7 +111,6 @@ def run(request: dict) -> dict:
     tf = _setup_tf(mode)
     from migrator.verify import probe as probe_mod
     from migrator.verify import record as record_mod
-
     from migrator.verify.seeding import SEEDER
 
     SEEDER.install()

@@ -49,7 +49,7 @@ _BASE = np.array([0.23, -0.63, 1.13, -1.33, 0.83, -0.27, 1.73, -0.17, 0.33, -1.1
                   0.67, -1.77, 1.27, -0.23])
 
 
-def smooth_values(shape, offset: int = 0, lo: float = None, hi: float = None, dtype="float32"):
+def smooth_values(shape, offset: int = 0, lo: Optional[float] = None, hi: Optional[float] = None, dtype="float32"):
     """Deterministic values for an input of ``shape`` (``offset`` varies them per argument)."""
     shape = tuple(int(s) for s in shape)
     n = int(np.prod(shape)) if shape else 1
