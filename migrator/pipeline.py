@@ -194,6 +194,18 @@ def imported_modules(source: str) -> set[str]:
         return set()
 
 
+def _parse_error(source: str, err) -> ParseError:
+    """A one-line error with a real position: the stdlib's message when it has one
+    (it names Python 2 syntax), else libcst's own "error at L:C"."""
+    try:
+        ast.parse(source)
+    except SyntaxError as se:
+        return ParseError(f"cannot parse: {se.msg}", se.lineno or 1, se.offset or 1)
+    found = re.search(r"error at (\d+):(\d+)", err.message)
+    line, col = (int(found[1]), int(found[2]) + 1) if found else (err.raw_line, err.raw_column + 1)
+    return ParseError(f"cannot parse: {err.message}", line, col)
+
+
 @dataclass
 class FileContext:
     """Per-file state handed to each plugin in turn."""
@@ -252,7 +264,7 @@ def migrate_text(
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as e:
-        raise ParseError(e.message, e.raw_line, e.raw_column + 1) from None
+        raise _parse_error(source, e) from None
     ctx = FileContext(path=path, index=index, options=options, source=source)
     current = source
     for plugin in plugins():

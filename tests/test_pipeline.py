@@ -62,3 +62,19 @@ def test_line_map_ignores_indentation_changes():
     old = "a = 1\nwith x:\n    b = 2\nc = 3\n"
     new = "a = 1\nb = 2\nc = 3\n"
     assert line_map(old, new) == {1: 1, 2: 3, 3: 4}
+
+
+@pytest.mark.parametrize(
+    "src, line, col, words",
+    [
+        ('import tensorflow as tf\nprint "tf.gradients"\n', 2, 1, "print"),
+        ("import tensorflow as tf\ng = tf.gradients(y, x\n", 2, 17, "never closed"),
+    ],
+)
+def test_parse_errors_carry_the_real_position(src, line, col, words):
+    from migrator.pipeline import ParseError
+
+    with pytest.raises(ParseError) as info:
+        migrate_text(src)
+    assert (info.value.line, info.value.col) == (line, col)
+    assert words in info.value.message
