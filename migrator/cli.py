@@ -85,7 +85,7 @@ def migrate_command(paths, diff, check, report_paths, jobs, exclude, annotate, v
 
     mode = runner.DIFF if diff else runner.CHECK if check else runner.WRITE
     annotate = cfg.get("annotate", False) if annotate is None else annotate
-    verify = cfg.get("verify", False) if verify is None else verify
+    verify = bool(cfg.get("verify", {}).get("enabled", False)) if verify is None else verify
     names = [s.strip() for s in select.split(",") if s.strip()] if select else cfg.get("select")
     jobs = jobs or cfg.get("jobs") or runner.default_jobs()
     if jobs < 1:

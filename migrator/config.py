@@ -20,7 +20,9 @@ KEYS: dict[str, tuple[type, str]] = {
     "annotate": (bool, "add TODO comments above manual sites"),
     "select": (list, "rewrite plugins to run (default: all)"),
     "max-file-size": (int, "files larger than this many bytes are reported, not read"),
-    "verify": (bool, "verify every migrated site"),
+    # a bool turns --verify on; a table ([tool.tfgradmigrate.verify]) gives the
+    # verifier's inputs by "module:function" (and `enabled = true` turns --verify on)
+    "verify": (dict, "verify every migrated site (true), or the verifier's inputs table"),
     "rtol": (float, "verifier relative tolerance"),
     "atol": (float, "verifier absolute tolerance"),
     "timeout": (float, "verifier timeout per file, seconds"),
@@ -77,6 +79,8 @@ def check(table: dict, where: str) -> dict[str, Any]:
             print(f"{where}: warning: unknown key tool.tfgradmigrate.{key} ignored", file=sys.stderr)
             continue
         want = KEYS[key][0]
+        if key == "verify" and isinstance(value, bool):
+            value = {"enabled": value}
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         ok = isinstance(value, want) and not (want is int and isinstance(value, bool))
@@ -89,7 +93,8 @@ def check(table: dict, where: str) -> dict[str, Any]:
 
 
 def _type_name(t: type) -> str:
-    return {list: "a list of strings", bool: "true or false", int: "an integer", float: "a number"}[t]
+    return {list: "a list of strings", bool: "true or false", int: "an integer", float: "a number",
+            dict: "true, false or a table"}[t]
 
 
 def _parse(text: str) -> dict:

@@ -64,3 +64,20 @@ def test_fallback_reader_for_old_pythons_agrees_with_tomllib():
     assert config.parse_tool_table("[project]\nname = 'x'\n") == {}
     with pytest.raises(ValueError):
         config.parse_tool_table("[tool.tfgradmigrate]\njobs = [1, 2\n")
+
+
+def test_verify_inputs_table_and_the_verify_switch_share_one_key(tmp_path):
+    from migrator import config
+    from migrator.verify.inputs import load_config
+
+    pp = tmp_path / "pyproject.toml"
+    pp.write_text(
+        '[tool.tfgradmigrate]\njobs = 2\n\n[tool.tfgradmigrate.verify]\nenabled = true\n'
+        '"layers:quantize" = { args = [{ shape = [2, 3] }, 2] }\n'
+    )
+    (tmp_path / "layers.py").write_text("def quantize(x, k):\n    return x\n")
+    table = config.load(str(pp))
+    assert table["jobs"] == 2 and table["verify"]["enabled"] is True
+    assert "quantize" in load_config(str(tmp_path / "layers.py"))
+    pp.write_text("[tool.tfgradmigrate]\nverify = true\n")
+    assert config.load(str(pp))["verify"] == {"enabled": True}

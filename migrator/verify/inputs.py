@@ -33,11 +33,6 @@ from typing import Optional
 
 import numpy as np
 
-try:  # Python 3.11+
-    import tomllib as _toml
-except ImportError:  # pragma: no cover
-    _toml = None
-
 SHAPES = [(2, 2), (3,), (2, 3), ()]
 SMALL_INTS = (1, 2, 3)
 INT_NAME = re.compile(
@@ -109,18 +104,6 @@ def choose(candidates: list, ok: list) -> list:
 
 
 # ---------------------------------------------------------------- config
-def find_pyproject(path: str) -> Optional[str]:
-    d = os.path.dirname(os.path.abspath(path))
-    while True:
-        cand = os.path.join(d, "pyproject.toml")
-        if os.path.isfile(cand):
-            return cand
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
-
-
 def module_names(path: str, root: Optional[str]) -> set:
     path = os.path.abspath(path)
     stem = os.path.splitext(os.path.basename(path))[0]
@@ -136,17 +119,13 @@ def module_names(path: str, root: Optional[str]) -> set:
 
 def load_config(path: str) -> dict:
     """``{function_name: [candidate, ...]}`` configured for the file at ``path``."""
-    pp = find_pyproject(path)
-    if not pp or _toml is None:
-        return {}
+    from migrator import config
+
+    pp = config.find_pyproject([path])
     try:
-        with open(pp, "rb") as fh:
-            data = _toml.load(fh)
-    except (OSError, ValueError):
-        return {}
-    table = data.get("tool", {}).get("tfgradmigrate", {}).get("verify", {})
-    if not isinstance(table, dict):
-        return {}
+        table = config.load(pp).get("verify", {})
+    except config.ConfigError:
+        return {}  # the migrate command reports a broken config; the verifier falls back to inference
     mods = module_names(path, os.path.dirname(pp))
     out = {}
     for key, spec in table.items():
