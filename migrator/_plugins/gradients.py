@@ -77,6 +77,11 @@ LIST_RETURNING = {
     "tensorflow.dynamic_partition", "tensorflow.model_variables",
 }
 LIST_ATTRS = {"trainable_variables", "trainable_weights", "weights", "variables", "non_trainable_variables"}
+#: calls known to give one tensor (variables and constants make no op the table could show)
+TENSOR_CONSTRUCTORS = {
+    "tensorflow.constant", "tensorflow.Variable", "tensorflow.get_variable", "tensorflow.placeholder",
+    "tensorflow.convert_to_tensor", "tensorflow.zeros", "tensorflow.ones", "tensorflow.fill",
+}
 
 #: functions whose function arguments run in graph-only control flow
 GRAPH_FN_CALLS = {
@@ -291,6 +296,14 @@ def _is_index0(node: cst.CSTNode, parent: cst.CSTNode) -> bool:
         and len(parent.slice) == 1
         and m.matches(parent.slice[0].slice, m.Index(value=m.Integer(value="0")))
     )
+
+
+def _one_output(name: str) -> bool:
+    """A public TF function whose traced op list ends in a single-output op."""
+    from migrator import optable
+
+    info = optable.function_info(name)
+    return bool(info and info["ops"] and info["ops"][-1].get("num_outputs") == 1)
 
 
 def _chain_items(expr: cst.BaseExpression) -> Optional[list]:
@@ -943,9 +956,9 @@ class _Rewrite:
             name = tf_name(v, self.qn)
             if name in LIST_RETURNING or dotted(v.func) == "list":
                 return "list"
-            if name is not None and name.startswith("tensorflow.") and name != "tensorflow.nest.flatten":
+            if name in TENSOR_CONSTRUCTORS or (name is not None and _one_output(name)):
                 return "tensor"
-        return "unknown"
+        return "unknown"  # e.g. nest.flatten(...), a layer: tf.nest.flatten keeps the list contract
 
     def _is_variable(self, key: str, flat: list[Item], k: int) -> bool:
         """Bound to a trainable tf.Variable: the tape watches it by itself."""
