@@ -18,10 +18,13 @@ from typing import Optional
 
 from migrator.model import MANUAL, Site
 
-#: A file that matches none of these bytes cannot contain a site.  Every
-#: plugin's ``triggers`` must be covered (tests/test_pipeline.py checks).
+#: A file that matches none of these bytes cannot contain a site: a call
+#: `gradients(`, a reference `.gradients`, an import of `gradients`, ...
+#: (prose such as "computes gradients" does not match; tests/test_pipeline.py
+#: lists the spellings that must).
 PREFILTER = re.compile(
-    rb"gradient_override_map|RegisterGradient|gradients|parallel_for|py_func|hessians|jacobian"
+    rb"gradient_override_map|RegisterGradient|parallel_for|py_func"
+    rb"|\bgradients\s*\(|\.gradients\b|\bimport\b[^\n]*\bgradients\b|\bhessians\b|jacobian\s*\("
 )
 
 
@@ -31,9 +34,9 @@ def may_have_sites(data: bytes) -> bool:
 
 #: Names whose presence in code (not in strings or comments) makes a file worth
 #: parsing with libcst: the second, still cheap, filter after the bytes.
-CANDIDATE_NAMES = frozenset(
-    {"gradient_override_map", "RegisterGradient", "gradients", "hessians", "jacobian", "batch_jacobian", "py_func"}
-)
+#: A `RegisterGradient` or `py_func` alone is no site (pass 1 indexes registrations
+#: with `ast`); they matter only under an override map.
+CANDIDATE_NAMES = frozenset({"gradient_override_map", "gradients", "hessians", "jacobian", "batch_jacobian"})
 
 
 def _has_candidates(tree: ast.AST) -> bool:
@@ -47,7 +50,8 @@ def _has_candidates(tree: ast.AST) -> bool:
             return True  # also `fn = tf.gradients`: a reference the gradients plugin reports
         elif isinstance(node, ast.ImportFrom):
             # `from tensorflow import gradients as g` calls it under another name
-            if "parallel_for" in (node.module or "") or any(a.name in CANDIDATE_NAMES for a in node.names):
+            module = node.module or ""
+            if module.endswith("parallel_for.gradients") or any(a.name in CANDIDATE_NAMES for a in node.names):
                 return True
     return False
 
@@ -113,8 +117,7 @@ class RunIndex:
             return
         if not _has_candidates(tree):
             self.quiet_paths.add(path)
-            return
-        facts = scan_tree(tree)
+        facts = scan_tree(tree)  # registrations count even in a quiet file (cross-file overrides)
         for reg in facts.registrations:
             reg.path = path
             self.registrations.setdefault(reg.name, []).append(reg)

@@ -11,10 +11,34 @@ from migrator._plugins import plugins
 from migrator.pipeline import PREFILTER, RunIndex, has_candidates, line_map, migrate_text
 
 
-def test_every_plugin_trigger_passes_the_prefilter():
-    for plugin in plugins():
-        for trigger in plugin.triggers:
-            assert PREFILTER.search(trigger), (plugin.name, trigger)
+SITE_SPELLINGS = [
+    "g = tf.gradients(y, x)",
+    "g = tf.compat.v1.gradients (y, x)",
+    "fn = tf.gradients",
+    "from tensorflow import gradients as grad_fn",
+    "from tensorflow.python.ops.parallel_for.gradients import jacobian",
+    "from tensorflow.python.ops.parallel_for import gradients as pfor_grads",
+    "h = tf.hessians(y, x)",
+    "j = pfor_grads.jacobian(y, x)",
+    "with g.gradient_override_map({}):",
+    "@tf.RegisterGradient('X')",
+    "y = tf.py_func(f, [x], tf.float32)",
+    "s = K.gradients(loss, w)",
+]
+
+
+@pytest.mark.parametrize("line", SITE_SPELLINGS)
+def test_every_site_spelling_passes_the_prefilter(line):
+    assert PREFILTER.search(line.encode())
+
+
+def test_prose_about_gradients_is_filtered_out():
+    assert not PREFILTER.search(b'"""Computes the gradients of a loss; see the jacobian docs."""\n')
+
+
+def test_plugins_are_registered_in_order():
+    names = [p.name for p in plugins()]
+    assert names.index("overrides") < names.index("gradients")
 
 
 @pytest.mark.parametrize(
@@ -28,7 +52,7 @@ def test_every_plugin_trigger_passes_the_prefilter():
         ("from tensorflow import gradients as grad_fn\n", True),
         ("from tensorflow.python.ops.parallel_for.gradients import jacobian\n", True),
         ("with g.gradient_override_map({}):\n    pass\n", True),
-        ("@tf.RegisterGradient('X')\ndef f(op, grad):\n    return grad\n", True),
+        ("@tf.RegisterGradient('X')\ndef f(op, grad):\n    return grad\n", False),  # indexed by ast, no site
         ("def broken(:\n", True),  # unparsable: libcst reports it
     ],
 )

@@ -28,6 +28,22 @@ import numpy as np
 MAX_CAPTURES = 3
 
 
+def rebind_everywhere(replacements: dict, prefixes: tuple) -> None:
+    """In every loaded module under ``prefixes``, swap each attribute that is a
+    replaced object (``{id(old): (old, new)}``) for its replacement."""
+    for mod in list(sys.modules.values()):
+        name = getattr(mod, "__name__", "") or ""
+        if not name.startswith(prefixes):
+            continue
+        d = getattr(mod, "__dict__", None)
+        if not isinstance(d, dict):
+            continue
+        for attr, val in list(d.items()):
+            hit = replacements.get(id(val))
+            if hit is not None and hit[0] is val:
+                d[attr] = hit[1]
+
+
 def to_value(v):
     """A fetched/eager value as numpy (IndexedSlices made dense); None stays None."""
     if v is None:
@@ -97,17 +113,7 @@ class Recorder:
                 continue
             replacements[id(fn)] = (fn, self._wrap(fn, label))
         # Replace every public alias (tf.gradients, tf.compat.v1.gradients, ...).
-        for mod in list(sys.modules.values()):
-            name = getattr(mod, "__name__", "") or ""
-            if not (name.startswith("tensorflow") or name.startswith("tf_keras") or name.startswith("keras")):
-                continue
-            d = getattr(mod, "__dict__", None)
-            if not isinstance(d, dict):
-                continue
-            for attr, val in list(d.items()):
-                hit = replacements.get(id(val))
-                if hit is not None and hit[0] is val:
-                    d[attr] = hit[1]
+        rebind_everywhere(replacements, ("tensorflow", "tf_keras", "keras"))
         for meth, label in (("gradient", "GradientTape.gradient"), ("jacobian", "GradientTape.jacobian"),
                             ("batch_jacobian", "GradientTape.batch_jacobian")):
             fn = getattr(backprop.GradientTape, meth)

@@ -11,7 +11,6 @@ of a probe draw the same numbers as the original.
 from __future__ import annotations
 
 import inspect
-import sys
 
 _FUNCS = ("random_uniform", "random_normal", "truncated_normal", "random_gamma", "random_poisson_v2",
           "random_shuffle", "multinomial", "categorical")
@@ -39,17 +38,9 @@ class Seeder:
             if "seed" not in params:
                 continue
             replacements[id(fn)] = (fn, self._wrap(fn, params.index("seed")))
-        for mod in list(sys.modules.values()):
-            mname = getattr(mod, "__name__", "") or ""
-            if not mname.startswith("tensorflow"):
-                continue
-            d = getattr(mod, "__dict__", None)
-            if not isinstance(d, dict):
-                continue
-            for attr, val in list(d.items()):
-                hit = replacements.get(id(val))
-                if hit is not None and hit[0] is val:
-                    d[attr] = hit[1]
+        from migrator.verify.record import rebind_everywhere
+
+        rebind_everywhere(replacements, ("tensorflow",))
 
     def _wrap(self, fn, seed_pos: int):
         seeder = self
