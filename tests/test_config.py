@@ -81,3 +81,11 @@ def test_verify_inputs_table_and_the_verify_switch_share_one_key(tmp_path):
     assert "quantize" in load_config(str(tmp_path / "layers.py"))
     pp.write_text("[tool.tfgradmigrate]\nverify = true\n")
     assert config.load(str(pp))["verify"] == {"enabled": True}
+
+
+def test_verifier_inputs_without_any_pyproject(tmp_path, monkeypatch):
+    from migrator.verify.inputs import load_config
+
+    monkeypatch.setattr("migrator.config.find_pyproject", lambda paths: None)
+    (tmp_path / "m.py").write_text("def f(x):\n    return x\n")
+    assert load_config(str(tmp_path / "m.py")) == {}

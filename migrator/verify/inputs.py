@@ -122,6 +122,8 @@ def load_config(path: str) -> dict:
     from migrator import config
 
     pp = config.find_pyproject([path])
+    if pp is None:
+        return {}
     try:
         table = config.load(pp).get("verify", {})
     except config.ConfigError:
