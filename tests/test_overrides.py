@@ -310,3 +310,10 @@ def test_rewrites_doc_is_generated_from_the_current_fixtures():
     assert fixtures == documented, "every override fixture is a documented rule"
     rc = subprocess.call([sys.executable, os.path.join(root, "tools", "gen_rewrite_docs.py"), "--check"])
     assert rc == 0, "docs/rewrites.md is stale: run python tools/gen_rewrite_docs.py"
+
+
+def test_a_builtin_gradient_that_is_not_inlined_is_named_as_such():
+    src = 'import tensorflow as tf\n\n\ndef f(x):\n    with tf.get_default_graph().gradient_override_map({"Identity": "Relu"}):\n        return tf.identity(x)\n'
+    out, sites = migrate_text(src)
+    assert out == src
+    assert sites[0].code == "TFG106" and "TF's own gradient of the Relu op" in sites[0].reason

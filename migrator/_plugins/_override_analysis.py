@@ -484,6 +484,12 @@ class _Planner:
                 f"gradient {label} is registered in {elsewhere[0].path}:{elsewhere[0].line}; "
                 "cross-file overrides are migrated by hand for now",
             )
+        if ref[0] == "lit" and ref[1] in optable.all_op_types():
+            raise Refuse(
+                "TFG106",
+                f"{label} names TF's own gradient of the {label} op, which the migrator inlines only for "
+                f"{', '.join(sorted(BUILTIN_TARGETS))}; write that gradient as a tf.custom_gradient grad_fn",
+            )
         if ref[0] == "lit":
             raise Refuse("TFG106", f"gradient {label} is not a built-in and has no RegisterGradient in this run")
         raise Refuse("TFG106", f"cannot link the gradient name {label} to a RegisterGradient call")
