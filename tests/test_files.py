@@ -72,7 +72,7 @@ def test_missing_final_newline_is_kept(tmp_path):
 
 
 def test_binary_file_is_reported_and_untouched(tmp_path):
-    data = b"\x89PNG\x00\x01 gradients \xff\xfe"
+    data = b"\x89PNG\x00\x01 tf.gradients( \xff\xfe"  # bytes that pass the prefilter
     f = write(tmp_path / "blob.py", data)
     r = run_cli("-j1", f)
     assert r.exit_code == 123
@@ -81,11 +81,11 @@ def test_binary_file_is_reported_and_untouched(tmp_path):
 
 
 def test_invalid_utf8_is_reported_with_its_position(tmp_path):
-    f = write(tmp_path / "bad.py", b"x = 1\ny = '\xff' # gradients\n")
+    f = write(tmp_path / "bad.py", b"x = 1\ny = '\xff' # tf.gradients(y, x)\n")
     r = run_cli("-j1", f)
     assert r.exit_code == 123
     assert f"{f}:2:6: cannot decode as utf-8" in r.stderr
-    assert f.read_bytes() == b"x = 1\ny = '\xff' # gradients\n"
+    assert f.read_bytes() == b"x = 1\ny = '\xff' # tf.gradients(y, x)\n"
 
 
 def test_binary_without_keywords_is_skipped_silently(tmp_path):
