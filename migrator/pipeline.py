@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from migrator.files import FileError
 from migrator.model import MANUAL, Site
 
 #: A file that matches none of these bytes cannot contain a site: a call
@@ -65,14 +66,8 @@ def has_candidates(source: str) -> bool:
         return True
 
 
-class ParseError(Exception):
+class ParseError(FileError):
     """The source could not be parsed; carries a 1-based position."""
-
-    def __init__(self, message: str, line: int = 1, col: int = 1):
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.col = col
 
 
 @dataclass

@@ -82,8 +82,8 @@ def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
             new, sites = migrate_notebook(text, path, index, run.options)
         else:
             new, sites = pipeline.migrate_text(text, path, index, run.options)
-    except (files.FileError, pipeline.ParseError) as e:  # NotebookError is a FileError
-        return FileResult(path, error=f"{path}:{e.line}:{e.col}: {e.message}")
+    except files.FileError as e:  # ParseError and NotebookError are FileErrors
+        return FileResult(path, error=e.format(path))
     result = FileResult(path, changed=new != text, sites=sites)
     if result.changed and run.mode == WRITE:
         try:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst

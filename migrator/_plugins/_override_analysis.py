@@ -89,6 +89,18 @@ class Scope:
             scope = scope.parent
         return None
 
+    def find_def(self, name: str) -> Optional[cst.FunctionDef]:
+        """The function ``name`` refers to here, if it is a plain def (not rebound)."""
+        s: Optional[Scope] = self
+        while s is not None:
+            if name in s.assigns or name in s.params:
+                return None
+            d = s.defs.get(name)
+            if d is not None:
+                return d if isinstance(d, cst.FunctionDef) else None
+            s = s.parent
+        return None
+
     def module(self) -> "Scope":
         s = self
         while s.parent is not None:
@@ -449,7 +461,7 @@ class _Planner:
                 bound = block.scope.lookup_assigns(v.value)
                 if bound and len(bound) == 1 and isinstance(bound[0][1], cst.SimpleString):
                     out[key] = ("lit", bound[0][1].evaluated_value)
-                elif self.col._find_def_in(block.scope, v.value) is not None:
+                elif block.scope.find_def(v.value) is not None:
                     raise Refuse("TFG103", f"the map value for {key!r} is the function object `{v.value}`, not a gradient name")
                 else:
                     out[key] = ("name", id(self._scope_binding(block.scope, v.value)), v.value)
@@ -598,7 +610,7 @@ class _Planner:
             qn = {q.name for q in self.col.qnames.get(func, ())}
             if func.value in OP_FREE_BUILTINS and func.value in dir(builtins) and (not qn or func.value in qn):
                 return
-            d = self.col._find_def_in(scope, func.value)
+            d = scope.find_def(func.value)
             if d is not None:
                 self._check_local_def(d, emap, func.value)
                 return
@@ -818,23 +830,6 @@ class _Planner:
                     given = _code(a.value).strip()
             values.add(given if given is not None else default)
         return values.pop() if len(values) == 1 else None
-
-
-def _find_def_in(self: _Collector, scope: Scope, name: str) -> Optional[cst.FunctionDef]:
-    s: Optional[Scope] = scope
-    while s is not None:
-        if name in s.assigns or name in s.params:
-            return None
-        d = s.defs.get(name)
-        if isinstance(d, cst.FunctionDef):
-            return d
-        if d is not None:
-            return None
-        s = s.parent
-    return None
-
-
-_Collector._find_def_in = _find_def_in  # type: ignore[attr-defined]
 
 
 def plan_overrides(module: cst.Module, ctx) -> Optional[OverridePlan]:
