@@ -57,6 +57,8 @@ def _fail_usage(message: str) -> None:
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching files and folders. Repeatable.")
 @click.option("--annotate/--no-annotate", default=None, help="Add a TODO comment above each manual site.")
 @click.option("--verify/--no-verify", "verify", default=None, help="Verify every migrated site numerically.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe_fixes", default=None,
+              help="Also apply rewrites that are right only under an assumption; reports name it.")
 @click.option("--select", metavar="NAMES", help="Comma-separated rewrite plugins to run (default: all).")
 @click.option("--rtol", type=float, help="Verifier relative tolerance.")
 @click.option("--atol", type=float, help="Verifier absolute tolerance.")
@@ -65,7 +67,7 @@ def _fail_usage(message: str) -> None:
 @click.option("--color/--no-color", default=None, help="Colour the diff (default: when stdout is a terminal).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no per-file messages; errors only.")
 @click.version_option(__version__, prog_name="tfgradmigrate")
-def migrate_command(paths, diff, check, report_paths, jobs, exclude, annotate, verify, select,
+def migrate_command(paths, diff, check, report_paths, jobs, exclude, annotate, verify, unsafe_fixes, select,
                     rtol, atol, timeout, config_path, color, quiet):
     """Migrate TensorFlow 1 gradient code under PATH... to TF2, in place."""
     if not paths:
@@ -85,6 +87,7 @@ def migrate_command(paths, diff, check, report_paths, jobs, exclude, annotate, v
 
     mode = runner.DIFF if diff else runner.CHECK if check else runner.WRITE
     annotate = cfg.get("annotate", False) if annotate is None else annotate
+    unsafe_fixes = cfg.get("unsafe-fixes", False) if unsafe_fixes is None else unsafe_fixes
     verify = bool(cfg.get("verify", {}).get("enabled", False)) if verify is None else verify
     names = [s.strip() for s in select.split(",") if s.strip()] if select else cfg.get("select")
     jobs = jobs or cfg.get("jobs") or runner.default_jobs()
@@ -92,7 +95,8 @@ def migrate_command(paths, diff, check, report_paths, jobs, exclude, annotate, v
         _fail_usage("jobs must be at least 1")
     run_opts = runner.RunOptions(
         mode=mode,
-        options=Options(annotate=annotate, select=frozenset(names) if names else None),
+        options=Options(annotate=annotate, select=frozenset(names) if names else None,
+                        unsafe_fixes=unsafe_fixes),
         jobs=jobs,
         max_bytes=cfg.get("max-file-size", files.MAX_BYTES),
         keep_text=diff or verify or any(r.lower().endswith(".html") for r in report_paths),

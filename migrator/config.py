@@ -18,6 +18,7 @@ KEYS: dict[str, tuple[type, str]] = {
     "default-excludes": (bool, "set false to walk .venv, build, ... too"),
     "jobs": (int, "worker processes (default: number of CPUs)"),
     "annotate": (bool, "add TODO comments above manual sites"),
+    "unsafe-fixes": (bool, "also apply rewrites that hold only under a stated assumption"),
     "select": (list, "rewrite plugins to run (default: all)"),
     "max-file-size": (int, "files larger than this many bytes are reported, not read"),
     # a bool turns --verify on; a table ([tool.tfgradmigrate.verify]) gives the

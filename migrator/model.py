@@ -23,6 +23,9 @@ class Site:
     ``line``/``col`` are 1-based positions in the *original* file.
     ``new_line`` is where the replacement starts in the migrated file (None for
     manual sites); the verifier uses it to pair old and new gradient values.
+    ``proof`` lists the soundness obligations discharged for a migrated site, in
+    words (docs/soundness.md); ``assumptions`` the ones taken on trust instead,
+    which only ``--unsafe-fixes`` allows: a site with assumptions is an unsafe fix.
     """
 
     kind: str
@@ -34,10 +37,17 @@ class Site:
     new_line: Optional[int] = None
     notes: list[str] = field(default_factory=list)
     verification: Optional[dict] = None
+    proof: list[str] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
 
     @property
     def migrated(self) -> bool:
         return self.status == MIGRATED
+
+    @property
+    def unsafe(self) -> bool:
+        """Migrated only because --unsafe-fixes accepted its assumptions."""
+        return self.status == MIGRATED and bool(self.assumptions)
 
     def to_json(self) -> dict:
         data = {
@@ -49,6 +59,8 @@ class Site:
             "reason": self.reason,
             "new_line": self.new_line,
             "notes": list(self.notes),
+            "proof": list(self.proof),
+            "assumptions": list(self.assumptions),
         }
         if self.verification is not None:
             data["verification"] = self.verification

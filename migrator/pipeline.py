@@ -76,6 +76,9 @@ class Options:
 
     annotate: bool = False  # add "# TODO(tfgradmigrate): ..." above manual sites
     select: Optional[frozenset] = None  # plugin names to run (None: all)
+    #: apply rewrites that are right only under an assumption the source cannot show;
+    #: each such site names its assumptions (Site.assumptions)
+    unsafe_fixes: bool = False
 
 
 @dataclass

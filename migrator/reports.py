@@ -79,6 +79,8 @@ def to_markdown(results: list[FileResult], summary: dict) -> str:
         for r, s in migrated:
             v = _verdict(s)
             out.append(f"- [x] `{_loc(r, s)}` **{s.code}** {s.kind}: {_md(site_reason(s))}" + (f" (verification: {v})" if v else ""))
+            out += [f"  - assumed (unsafe fix): {_md(a)}" for a in s.assumptions]
+            out += [f"  - proved: {_md(p)}" for p in s.proof]
     if errors:
         out += ["", "## Errors", ""]
         out += [f"- `{_md(r.error or '')}`" for r in errors]
@@ -120,7 +122,9 @@ def to_html(results: list[FileResult], summary: dict) -> str:
         for s in r.sites:
             v = _verdict(s)
             body.append(f"<li class={'manual' if s.status == MANUAL else 'migrated'}>line {s.line} "
-                        f"<b>{e(s.code)}</b> {e(s.status)}: {e(site_reason(s))}{' — verification: ' + e(v) if v else ''}</li>")
+                        f"<b>{e(s.code)}</b> {e(s.status)}: {e(site_reason(s))}{' — verification: ' + e(v) if v else ''}"
+                        + "".join(f"<br>assumed (unsafe fix): {e(a)}" for a in s.assumptions)
+                        + "".join(f"<br>proved: {e(p)}" for p in s.proof) + "</li>")
         body.append("</ul>")
         if r.original is not None and r.migrated is not None:
             body.append(differ.make_table(r.original.splitlines(), r.migrated.splitlines(),

@@ -52,6 +52,7 @@ class RunResult:
             "files_changed": sum(r.changed for r in self.results),
             "sites_migrated": sum(s.status != MANUAL for s in sites),
             "sites_manual": sum(s.status == MANUAL for s in sites),
+            "sites_unsafe": sum(s.unsafe for s in sites),
             "errors": len(self.errors),
             "seconds": round(self.seconds, 3),
         }

@@ -201,7 +201,8 @@ def test_json_report_shape(tree):
     a = by_name["a.py"]
     assert a["changed"] is True and a["error"] is None
     assert a["sites"] == [{"kind": "tf_gradients", "code": "TFG003", "line": 5, "col": 5, "status": "migrated",
-                           "reason": a["sites"][0]["reason"], "new_line": 5, "notes": []}]
+                           "reason": a["sites"][0]["reason"], "new_line": 5, "notes": [],
+                           "proof": a["sites"][0]["proof"], "assumptions": []}]
     assert a["sites"][0]["reason"]  # falls back to the code's title
     assert by_name["bad.py"]["error"].startswith(f"{tree / 'bad.py'}:1:")
     assert by_name["plain.py"] == {"path": str(tree / "plain.py"), "changed": False, "error": None, "sites": []}
