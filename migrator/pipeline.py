@@ -107,8 +107,13 @@ class RunIndex:
     unmigrated_override_modules: set[str] = field(default_factory=set)
     #: files pass 1 parsed and found no candidate in (pass 2 skips libcst for them)
     quiet_paths: set[str] = field(default_factory=set)
+    #: the project root (migrator.project): where facts about code outside the run are read
+    root: Optional[str] = None
+    #: the text of every indexed file as it was before the run (pass 2 may rewrite them)
+    sources: dict[str, str] = field(default_factory=dict)
 
     def add_file(self, path: str, source: str) -> None:
+        self.sources[path] = source
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
@@ -130,6 +135,7 @@ class RunIndex:
         self.override_modules |= other.override_modules
         self.unmigrated_override_modules |= other.unmigrated_override_modules
         self.quiet_paths |= other.quiet_paths
+        self.sources.update(other.sources)
 
 
 @dataclass

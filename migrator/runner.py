@@ -21,6 +21,7 @@ from typing import Callable, Optional
 from migrator import files
 from migrator.model import MANUAL, OVERRIDE_MAP, PY_FUNC_GRADIENT, REGISTER_GRADIENT, FileResult
 from migrator.pipeline import Options, RunIndex, may_have_sites, module_names_for
+from migrator.project import find_root
 
 WRITE, DIFF, CHECK = "write", "diff", "check"
 OVERRIDE_KINDS = frozenset({OVERRIDE_MAP, REGISTER_GRADIENT, PY_FUNC_GRADIENT})
@@ -135,7 +136,7 @@ def _index_all(paths: list[str], run_opts: RunOptions) -> list[tuple[Optional[Ru
 def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int], None]] = None) -> RunResult:
     """Migrate ``paths`` (already discovered files) and return results in order."""
     start = time.monotonic()
-    index = RunIndex()
+    index = RunIndex(root=find_root(paths))
     results: dict[str, FileResult] = {}
     first, rest = [], []
     for path, (part, overrides) in zip(paths, _index_all(paths, run_opts)):

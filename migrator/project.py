@@ -1,0 +1,343 @@
+"""The project around a run: code the run was not given, read lazily from disk.
+
+Soundness needs facts about code outside the files of a run (pre-commit hands
+the tool one staged file): who calls a function and with what, which imported
+module enters an override map, whether anything patches ``tf.gradients``.
+
+The project is the folder tree under the *root*: the nearest folder above the
+run's paths that holds ``.git``, ``pyproject.toml``, ``setup.py`` or
+``setup.cfg``, else the common folder of the paths.  Files of the run are
+read as they were before the run (pass 1 keeps their text in
+``RunIndex.sources``), so a rewrite in progress never changes an answer; all
+other files are never written by the run and are read from disk.  Files are
+found by a byte search first and parsed with ``ast`` only when they match.
+Nothing here imports TensorFlow or libcst.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from migrator.files import DEFAULT_EXCLUDES
+
+ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+#: a project larger than this is not scanned whole; answers that need the whole
+#: project then say "unknown" (and the rewrite that needed them is refused)
+MAX_FILES = 20000
+MAX_BYTES = 5 * 1024 * 1024
+
+
+def find_root(paths: Iterable[str]) -> Optional[str]:
+    """The project root for a run over ``paths`` (None for no paths)."""
+    dirs = [os.path.dirname(os.path.abspath(p)) if not os.path.isdir(p) else os.path.abspath(p) for p in paths]
+    if not dirs:
+        return None
+    common = os.path.commonpath(dirs)
+    cur = common
+    while True:
+        if any(os.path.exists(os.path.join(cur, m)) for m in ROOT_MARKERS):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return common
+        cur = parent
+
+
+@dataclass(frozen=True)
+class Location:
+    path: str
+    line: int
+    text: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call of a project function: where, and the argument expressions (ast)."""
+
+    path: str
+    line: int
+    call: ast.Call
+    scope: Optional[ast.AST]  # the function (or module) holding the call
+
+
+class Project:
+    def __init__(self, root: Optional[str], originals: Optional[dict] = None) -> None:
+        self.root = os.path.abspath(root) if root else None
+        #: pre-run text of the run's candidate files, by absolute path
+        self.originals = {os.path.abspath(p): t for p, t in (originals or {}).items()}
+        self._files: Optional[list[str]] = None
+        self._text: dict[str, Optional[str]] = {}
+        self._trees: dict[str, Optional[ast.Module]] = {}
+        self._grep: dict[bytes, list[str]] = {}
+
+    # -- files ------------------------------------------------------------
+    def files(self) -> Optional[list[str]]:
+        """Every .py file of the project (None when the project is too big to scan)."""
+        if self._files is None:
+            out: list[str] = []
+            if self.root is not None:
+                for dirpath, dirnames, filenames in os.walk(self.root):
+                    dirnames[:] = sorted(d for d in dirnames if d not in DEFAULT_EXCLUDES and not d.startswith("."))
+                    out += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
+                    if len(out) > MAX_FILES:
+                        return None  # asked again, scanned again: rare enough, and never wrong
+            for p in self.originals:
+                if p not in out and p.endswith(".py"):
+                    out.append(p)
+            self._files = out
+        return self._files
+
+    def text(self, path: str) -> Optional[str]:
+        path = os.path.abspath(path)
+        if path in self.originals:
+            return self.originals[path]
+        if path not in self._text:
+            try:
+                if os.path.getsize(path) > MAX_BYTES:
+                    raise OSError("too big")
+                with open(path, "rb") as fh:
+                    self._text[path] = fh.read().decode("utf-8-sig", "replace")
+            except OSError:
+                self._text[path] = None
+        return self._text[path]
+
+    def tree(self, path: str) -> Optional[ast.Module]:
+        path = os.path.abspath(path)
+        if path not in self._trees:
+            text = self.text(path)
+            try:
+                self._trees[path] = ast.parse(text) if text is not None else None
+            except (SyntaxError, ValueError):
+                self._trees[path] = None
+        return self._trees[path]
+
+    def grep(self, needle: bytes) -> Optional[list[str]]:
+        """Project files whose text contains ``needle`` (None: project too big)."""
+        if needle not in self._grep:
+            files = self.files()
+            if files is None:
+                return None
+            hits = []
+            for p in files:
+                text = self.text(p)
+                if text is not None and needle.decode() in text:
+                    hits.append(p)
+            self._grep[needle] = hits
+        return self._grep[needle]
+
+    # -- imports ----------------------------------------------------------
+    def resolve(self, module: str, level: int, importer: str) -> Optional[str]:
+        """The project file an import names, or None (TensorFlow, numpy, not found)."""
+        importer = os.path.abspath(importer)
+        parts = module.split(".") if module else []
+        if level:
+            base = os.path.dirname(importer)
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            bases = [base]
+        else:
+            bases = [os.path.dirname(importer)]
+            if self.root is not None:
+                bases += [self.root, os.path.join(self.root, "src")]
+        for base in bases:
+            stem = os.path.join(base, *parts)
+            for cand in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if os.path.isfile(cand) or os.path.abspath(cand) in self.originals:
+                    if self.root is None or os.path.abspath(cand).startswith(self.root + os.sep) \
+                            or os.path.abspath(cand) in self.originals:
+                        return os.path.abspath(cand)
+        return None
+
+    def imports(self, path: str) -> list[tuple[str, int]]:
+        """Project files ``path`` imports (with the importing line), in order."""
+        return list(_imports(self, os.path.abspath(path)))
+
+    def import_closure(self, path: str, depth: int = 3) -> list[str]:
+        """Project files reachable from ``path`` by imports, ``depth`` levels deep (path excluded)."""
+        seen = {os.path.abspath(path)}
+        frontier = [os.path.abspath(path)]
+        out: list[str] = []
+        for _ in range(depth):
+            nxt = []
+            for p in frontier:
+                for q, _line in self.imports(p):
+                    if q not in seen:
+                        seen.add(q)
+                        out.append(q)
+                        nxt.append(q)
+            frontier = nxt
+        return out
+
+    # -- facts ------------------------------------------------------------
+    def gradients_patches(self) -> Optional[list[Location]]:
+        """Statements anywhere in the project that replace ``tf.gradients`` (None: unknown)."""
+        hits = self.grep(b"gradients")
+        if hits is None:
+            return None
+        out: list[Location] = []
+        for p in hits:
+            tree = self.tree(p)
+            if tree is not None:
+                out += [Location(p, n.lineno, "") for n in gradients_patch_nodes(tree)]
+        return out
+
+    def override_entries(self, path: str) -> list[Location]:
+        """``gradient_override_map`` uses in ``path`` (as the run found it before rewriting)."""
+        tree = self.tree(path)
+        if tree is None:
+            return []
+        return [Location(os.path.abspath(path), n.lineno) for n in ast.walk(tree)
+                if isinstance(n, ast.Attribute) and n.attr == "gradient_override_map"]
+
+    def callers(self, path: str, func: str) -> Optional[list[CallSite]]:
+        """Every call of the module-level function ``func`` defined in ``path``, found in
+        the project; None when some use of it is not a plain call (passed as a value,
+        star-imported, re-exported) or the project could not be scanned."""
+        path = os.path.abspath(path)
+        hits = self.grep(func.encode())
+        if hits is None:
+            return None
+        out: list[CallSite] = []
+        for q in hits:
+            tree = self.tree(q)
+            if tree is None:
+                if q == path:
+                    return None
+                continue
+            names = _local_names_for(self, tree, q, path, func)
+            if names is None:
+                return None
+            found = _calls_of(tree, q, names)
+            if found is None:
+                return None
+            out += found
+        return out
+
+
+def gradients_patch_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Statements that rebind ``gradients`` on some module object: ``tf.gradients = f``,
+    ``tf.__dict__["gradients"] = f``, ``setattr(tf, "gradients", f)``,
+    ``gradients_impl.gradients = f``."""
+    out = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Attribute) and t.attr == "gradients" and isinstance(t.value, (ast.Name, ast.Attribute)) \
+                    and not (isinstance(t.value, ast.Name) and t.value.id == "self"):
+                out.append(node)
+            elif isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "gradients":
+                if isinstance(t.value, ast.Attribute) and t.value.attr == "__dict__":
+                    out.append(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "gradients":
+            out.append(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "__dict__" \
+                and any(isinstance(k, ast.Constant) and k.value == "gradients"
+                        for a in node.args if isinstance(a, ast.Dict) for k in a.keys):
+            out.append(node)
+    return out
+
+
+def _imports(project: Project, path: str):
+    tree = project.tree(path)
+    if tree is None:
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                q = project.resolve(a.name, 0, path)
+                if q is not None:
+                    yield q, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            q = project.resolve(mod, node.level, path)
+            if q is not None:
+                yield q, node.lineno
+            for a in node.names:  # `from pkg import module`
+                sub = project.resolve(f"{mod}.{a.name}" if mod else a.name, node.level, path)
+                if sub is not None:
+                    yield sub, node.lineno
+
+
+def _local_names_for(project: Project, tree: ast.Module, q: str, defining: str, func: str):
+    """How file ``q`` spells a reference to ``defining.func``: a set of bare names and
+    ``alias.func`` strings; None when it cannot be told (star import)."""
+    names: set[str] = {func} if q == defining else set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = project.resolve(node.module or "", node.level, q)
+            for a in node.names:
+                if a.name == "*" and target == defining:
+                    return None
+                if a.name == func and target == defining:
+                    names.add(a.asname or a.name)
+                sub = project.resolve(f"{node.module}.{a.name}" if node.module else a.name, node.level, q)
+                if sub == defining:
+                    names.add(f"{a.asname or a.name}.{func}")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if project.resolve(a.name, 0, q) == defining:
+                    names.add(f"{a.asname or a.name}.{func}")
+    return names
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _calls_of(tree: ast.Module, q: str, names: set) -> Optional[list[CallSite]]:
+    if not names:
+        return []
+    out: list[CallSite] = []
+    call_funcs: set[int] = set()
+    scopes: dict[int, ast.AST] = {}
+
+    def walk(node: ast.AST, scope: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else scope
+            scopes[id(child)] = scope
+            walk(child, inner)
+
+    walk(tree, tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _dotted(node.func) in names:
+            call_funcs.add(id(node.func))
+            out.append(CallSite(q, node.lineno, node, scopes.get(id(node))))
+    for node in ast.walk(tree):
+        if id(node) in call_funcs:
+            continue
+        ref = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if ref in names and isinstance(getattr(node, "ctx", None), ast.Load):
+            return None  # used as a value: its calls cannot be listed
+    return out
+
+
+_PROJECTS: dict[tuple, Project] = {}
+
+
+def project_for(index) -> Project:
+    """The project of a run (one per process and run index)."""
+    key = (getattr(index, "root", None), id(index))
+    proj = _PROJECTS.get(key)
+    if proj is None:
+        _PROJECTS.clear()
+        proj = _PROJECTS[key] = Project(getattr(index, "root", None), getattr(index, "sources", {}))
+    return proj
+
