@@ -19,7 +19,8 @@ BUILTINS = frozenset(dir(builtins))
 class Effects:
     reads: set[str] = field(default_factory=set)
     writes: set[str] = field(default_factory=set)
-    #: keys bound by plain assignment-like statements (not def/class/import)
+    #: keys (re)bound by plain assignment-like statements (not def/class/import, not
+    #: mutations such as ``x[i] = v`` or ``x.append(v)``, which write ``x`` but keep its identity)
     assigns: set[str] = field(default_factory=set)
     #: keys read as data (an argument or operand), not only as the function of a call
     data: set[str] = field(default_factory=set)
@@ -59,7 +60,7 @@ class _Collector(cst.CSTVisitor):
         if isinstance(node, cst.Subscript):
             base = dotted(node.value)
             if base is not None:
-                self._write(base, plain)  # x[i] = v mutates x
+                self._write(base, False)  # x[i] = v mutates x (it does not rebind it)
             else:
                 node.value.visit(self)
             for el in node.slice:
@@ -150,7 +151,7 @@ class _Collector(cst.CSTVisitor):
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             base = dotted(value.func.value)
             if base is not None:
-                self._write(base, True)
+                self._write(base, False)  # mutates, never rebinds
         return True
 
     # -- scopes: their names are bound here, their bodies read at call time --
@@ -172,10 +173,60 @@ class _Collector(cst.CSTVisitor):
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         self.depth += 1
-        return True
-
-    def leave_Lambda(self, node: cst.Lambda) -> None:
+        bound = {p.name.value for p in _lambda_params(node.params)}
+        for p in _lambda_params(node.params):
+            if p.default is not None:
+                p.default.visit(self)
+        self._scoped(node.body, bound)
         self.depth -= 1
+        return False
+
+    def _comprehension(self, node, parts) -> bool:
+        """Names a comprehension binds are its own: reads of them are not reads of ours."""
+        bound: set = set()
+        for_in = node.for_in
+        while for_in is not None:
+            bound |= _names_in(for_in.target)
+            for_in = for_in.inner_for_in
+        inner = _Collector()
+        inner.depth = self.depth
+        for part in parts:
+            part.visit(inner)
+        self._merge(inner.fx, bound)
+        return False
+
+    def _scoped(self, node: cst.CSTNode, bound: set) -> None:
+        inner = _Collector()
+        inner.depth = self.depth
+        node.visit(inner)
+        self._merge(inner.fx, bound)
+
+    def _merge(self, fx: "Effects", bound: set) -> None:
+        own = lambda k: k.split(".")[0] in bound  # noqa: E731
+        self.fx.reads |= {k for k in fx.reads if not own(k)}
+        self.fx.data |= {k for k in fx.data if not own(k)}
+        self.fx.writes |= {k for k in fx.writes if not own(k)}
+        self.fx.assigns |= {k for k in fx.assigns if not own(k)}
+
+    def visit_ListComp(self, node: cst.ListComp) -> bool:
+        return self._comprehension(node, [node.elt, node.for_in])
+
+    def visit_SetComp(self, node: cst.SetComp) -> bool:
+        return self._comprehension(node, [node.elt, node.for_in])
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
+        return self._comprehension(node, [node.elt, node.for_in])
+
+    def visit_DictComp(self, node: cst.DictComp) -> bool:
+        return self._comprehension(node, [node.key, node.value, node.for_in])
+
+    def visit_CompFor(self, node: cst.CompFor) -> bool:
+        node.iter.visit(self)
+        for cond in node.ifs:
+            cond.visit(self)
+        if node.inner_for_in is not None:
+            node.inner_for_in.visit(self)
+        return False
 
     def visit_Param(self, node: cst.Param) -> bool:
         if node.default is not None:
@@ -210,6 +261,24 @@ class _Collector(cst.CSTVisitor):
     def visit_Arg(self, node: cst.Arg) -> bool:
         node.value.visit(self)
         return False
+
+
+def _lambda_params(params: cst.Parameters) -> list:
+    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            out.append(star)
+    return out
+
+
+def _names_in(target: cst.BaseExpression) -> set:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for el in target.elements for n in _names_in(el.value)}
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return set()
 
 
 def effects(node: cst.CSTNode) -> Effects:
