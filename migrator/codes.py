@@ -55,6 +55,18 @@ CODES: dict[str, tuple[str, str]] = {
                "compute the loss inside a tf.GradientTape"),
     "TFG128": ("gradient call form not supported (unknown arguments, starred arguments, or used as a value)",
                "rewrite this call by hand with tf.GradientTape"),
+    "TFG129": ("the rewrite is right only under an assumption the source cannot show (an unsafe fix)",
+               "check the assumption named in the reason; if it holds, re-run with --unsafe-fixes"),
+    "TFG130": ("a value from outside the tape's region may depend on the sources, so a tape would miss that path",
+               "open the tape where that value is computed (often in the caller) and take the gradient there"),
+    "TFG131": ("tf.gradients is replaced at run time somewhere in the project",
+               "a tape would bypass the replacement; migrate the wrapper first, then re-run"),
+    "TFG132": ("the region builds v1 control flow (tf.cond, tf.while_loop, ...) in a file that still runs under a Session",
+               "a tape cannot differentiate v1 control flow in TF1 graph mode; move the script to TF2 first, or keep tf.gradients"),
+    "TFG133": ("a source cannot be watched before its first use",
+               "bind the source to a name on a line of its own before the ops that use it"),
+    "TFG134": ("the tape would span several notebook cells",
+               "move the forward pass and the gradient into one cell, or migrate by hand"),
 }
 
 
