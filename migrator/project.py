@@ -86,8 +86,8 @@ class Project:
                     out += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
                     if len(out) > MAX_FILES:
                         return None  # asked again, scanned again: rare enough, and never wrong
-            for p in self.originals:
-                if p not in out and p.endswith(".py"):
+            for p in self.originals:  # the run's files, whatever their names (notebooks, <string>)
+                if p not in out:
                     out.append(p)
             self._files = out
         return self._files

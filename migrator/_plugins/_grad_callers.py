@@ -1,0 +1,215 @@
+"""Facts about a function's callers, for proofs about its parameters.
+
+A tape opened inside ``def fgsm(x, logits)`` cannot see a path from ``x`` to
+``logits`` that the caller built.  Whether ``logits`` may depend on ``x`` is
+decided at the call sites, which are found in the whole project
+(:meth:`migrator.project.Project.callers`): the parameter is independent when
+every caller passes (or the default is) a value built from literals only.
+When a caller passes something computed from the source argument, that is a
+known dependence, and the site is refused outright.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+from migrator.project import CallSite, Project
+
+#: callee names whose result depends only on literal arguments
+_CONSTANT_CALLS = {
+    "constant", "Variable", "zeros", "ones", "fill", "eye", "placeholder", "array", "asarray", "float32",
+    "float64", "int32", "int64", "random_normal", "random_uniform", "truncated_normal", "normal", "uniform",
+    "one_hot", "linspace", "arange", "range", "list", "tuple", "float", "int", "get_variable",
+}
+
+
+@dataclass
+class Verdict:
+    independent: bool  # every caller passes a value that cannot depend on the sources
+    dependent: Optional[str] = None  # a caller that certainly passes a value built from a source
+    evidence: str = ""
+
+
+@dataclass
+class Signature:
+    params: list  # positional-or-keyword parameter names, in order
+    defaults: dict  # name -> ast expression (the parameter's default)
+    has_star: bool
+
+
+def _arg_for(site: CallSite, sig: Signature, name: str) -> tuple[bool, Optional[ast.expr]]:
+    """(found, expression) for parameter ``name`` at a call site; found=False when the
+    call passes *args/**kwargs that could hold it."""
+    call = site.call
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return False, None
+        if i < len(sig.params) and sig.params[i] == name:
+            return True, a
+    for kw in call.keywords:
+        if kw.arg is None:
+            return False, None
+        if kw.arg == name:
+            return True, kw.value
+    return True, sig.defaults.get(name)
+
+
+def _names(expr: Optional[ast.AST], module: Optional[ast.Module] = None) -> set:
+    """Names an expression reads as values (not modules it imports, not functions it calls)."""
+    if expr is None:
+        return set()
+    called = {id(n.func) for n in ast.walk(expr) if isinstance(n, ast.Call)}
+    modules = _imported(module) if module is not None else set()
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and id(n) not in called and n.id not in modules}
+
+
+def _imported(module: ast.Module) -> set:
+    out = set()
+    for node in module.body:
+        if isinstance(node, ast.Import):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            out |= {a.asname or a.name for a in node.names}
+    return out
+
+
+def _walk_scope(scope: ast.AST):
+    """The nodes of a scope, not descending into nested functions and classes."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _bindings(scope: ast.AST, name: str) -> list:
+    """Values bound to ``name`` directly in ``scope`` (None for a binding of another kind)."""
+    out = []
+    for node in _walk_scope(scope):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id == name:
+                    out.append(node.value)
+                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
+                    out.append(None)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
+            targets = [node.target] if hasattr(node, "target") else [i.optional_vars for i in node.items]
+            if any(isinstance(n, ast.Name) and n.id == name for t in targets if t is not None for n in ast.walk(t)):
+                out.append(node.value if isinstance(node, ast.AnnAssign) else None)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            out.append(None)
+    return out
+
+
+def constant_like(expr: Optional[ast.AST], scope: Optional[ast.AST], module: ast.Module, depth: int = 0) -> bool:
+    """Built from literals only: a literal, a constructor of literals, or a name bound once
+    (in the caller's scope or at module level) to one."""
+    if expr is None or depth > 3:
+        return expr is None and depth == 0
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        return all(constant_like(e, scope, module, depth + 1) for e in expr.elts)
+    if isinstance(expr, ast.UnaryOp):
+        return constant_like(expr.operand, scope, module, depth + 1)
+    if isinstance(expr, ast.BinOp):
+        return constant_like(expr.left, scope, module, depth + 1) and constant_like(expr.right, scope, module, depth + 1)
+    if isinstance(expr, ast.Attribute):
+        return _is_module_attr(expr)  # tf.float32, np.pi
+    if isinstance(expr, ast.Call):
+        fn = expr.func
+        leaf = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
+        if leaf not in _CONSTANT_CALLS:
+            return False
+        return all(constant_like(a, scope, module, depth + 1) for a in expr.args) and \
+            all(constant_like(k.value, scope, module, depth + 1) for k in expr.keywords)
+    if isinstance(expr, ast.Name):
+        for where in ([scope] if scope is not None and scope is not module else []) + [module]:
+            vals = _bindings(where, expr.id)
+            if vals:
+                return len(vals) == 1 and vals[0] is not None and constant_like(vals[0], where, module, depth + 1)
+        return False
+    return False
+
+
+def _is_module_attr(expr: ast.Attribute) -> bool:
+    node: ast.AST = expr
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in ("tf", "tensorflow", "np", "numpy", "math")
+
+
+def param_verdict(project: Project, path: str, func: str, sig: Signature, param: str,
+                  source_params: list[str]) -> Verdict:
+    """May parameter ``param`` of ``path:func`` depend on the parameters in ``source_params``?"""
+    sites = project.callers(path, func)
+    if sites is None:
+        return Verdict(False, evidence=f"`{func}` is used as a value somewhere, so its callers cannot be listed")
+    if not sites:
+        return Verdict(False, evidence=f"no caller of `{func}` in the project")
+    where = []
+    for site in sites:
+        found, expr = _arg_for(site, sig, param)
+        if not found:
+            return Verdict(False, evidence=f"the call at {_loc(site)} passes *args/**kwargs")
+        module = project.tree(site.path)
+        src_names: set = set()
+        for sp in source_params:
+            ok, sexpr = _arg_for(site, sig, sp)
+            src_names |= _names(sexpr, module)
+        shared = _names(expr, module) & src_names
+        if shared:
+            return Verdict(False, dependent=f"the caller at {_loc(site)} computes `{param}` from "
+                                            f"`{sorted(shared)[0]}`, the source argument")
+        if not constant_like(expr, site.scope, module):
+            return Verdict(False, evidence=f"the caller at {_loc(site)} passes `{ast.unparse(expr) if expr else param}`")
+        where.append(_loc(site))
+    return Verdict(True, evidence=f"every caller passes a value built from literals ({', '.join(where[:3])}"
+                                  f"{', ...' if len(where) > 3 else ''})")
+
+
+def source_structure(project: Project, path: str, func: str, sig: Signature, param: str) -> str:
+    """"list" when every caller passes a list/tuple for ``param``, "tensor" when every caller
+    passes a single tensor built by a TF call, else "unknown"."""
+    sites = project.callers(path, func)
+    if not sites:
+        return "unknown"
+    kinds = set()
+    for site in sites:
+        found, expr = _arg_for(site, sig, param)
+        module = project.tree(site.path)
+        if isinstance(expr, ast.Name) and module is not None:
+            vals = _bindings(site.scope if site.scope is not None else module, expr.id) or _bindings(module, expr.id)
+            expr = vals[0] if len(vals) == 1 else None
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            kinds.add("list")
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+                expr.func.attr in ("constant", "Variable", "placeholder", "zeros", "ones", "get_variable"):
+            kinds.add("tensor")
+        else:
+            kinds.add("unknown")
+    return kinds.pop() if len(kinds) == 1 else "unknown"
+
+
+def callers_under_override(project: Project, path: str, func: str) -> Optional[str]:
+    """A call of ``func`` made inside a ``with ... gradient_override_map(...)`` block, if any."""
+    sites = project.callers(path, func) or []
+    for site in sites:
+        tree = project.tree(site.path)
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.With) and any("gradient_override_map" in ast.unparse(i.context_expr)
+                                                   for i in node.items):
+                end = getattr(node, "end_lineno", node.lineno)
+                if node.lineno <= site.line <= end:
+                    return _loc(site)
+    return None
+
+
+def _loc(site: CallSite) -> str:
+    import os
+
+    return f"{os.path.basename(site.path)}:{site.line}"

@@ -1,0 +1,464 @@
+"""Find gradient-API calls and read their arguments (the first step of the tape rewrite).
+
+A call's *form* is checked here: its arguments map onto the TF1 signature, and
+it stands where a ``with`` block can be opened before it (not in a lambda, a
+comprehension, a while test, or another gradient call).  Everything about what
+the call *computes* is proved in ``_grad_proof``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from migrator.tfnames import dotted, normalize, tf_name
+
+GRADIENTS = "tensorflow.gradients"
+HESSIANS_API = "tensorflow.hessians"
+PFOR = "tensorflow.python.ops.parallel_for.gradients"
+JAC = PFOR + ".jacobian"
+BJAC = PFOR + ".batch_jacobian"
+APIS = {GRADIENTS: "grad", HESSIANS_API: "hess", JAC: "jac", BJAC: "bjac"}
+API_LEAVES = {"gradients", "hessians", "jacobian", "batch_jacobian"}
+
+#: keras.backend.gradients spellings (graph-only; reported, never rewritten)
+KERAS_GRADIENTS = {
+    "keras.backend.gradients",
+    "tensorflow.keras.backend.gradients",
+    "tensorflow.python.keras.backend.gradients",
+    "tf_keras.backend.gradients",
+    "keras.src.backend.gradients",
+}
+
+#: (positional order, arguments that carry over, arguments dropped with a note)
+SIGNATURES = {
+    "grad": (
+        ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops", "gate_gradients",
+         "aggregation_method", "stop_gradients", "unconnected_gradients"],
+        {"grad_ys": "output_gradients", "unconnected_gradients": "unconnected_gradients"},
+        {"name", "colocate_gradients_with_ops", "gate_gradients", "aggregation_method"},
+    ),
+    "hess": (
+        ["ys", "xs", "name", "colocate_gradients_with_ops", "gate_gradients", "aggregation_method"],
+        {},
+        {"name", "colocate_gradients_with_ops", "gate_gradients", "aggregation_method"},
+    ),
+    "jac": (
+        ["output", "inputs", "use_pfor", "parallel_iterations"],
+        {"use_pfor": "experimental_use_pfor", "parallel_iterations": "parallel_iterations"},
+        set(),
+    ),
+    "bjac": (
+        ["output", "inp", "use_pfor", "parallel_iterations"],
+        {"use_pfor": "experimental_use_pfor", "parallel_iterations": "parallel_iterations"},
+        set(),
+    ),
+}
+
+#: functions whose function arguments run in graph-only control flow
+GRAPH_FN_CALLS = {
+    "tensorflow.while_loop", "tensorflow.cond", "tensorflow.case", "tensorflow.switch_case",
+    "tensorflow.map_fn", "tensorflow.scan", "tensorflow.foldl", "tensorflow.foldr",
+}
+
+
+class Refuse(Exception):
+    def __init__(self, code: str, reason: str):
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+@dataclass
+class Source:
+    """One source the tape must watch: the expression as written at the call."""
+
+    key: str  # dotted key (``x``, ``self.w``, ``params``)
+    expr: cst.BaseExpression
+    after: Optional[int] = None  # watch right after this item; None: at the start of the tape
+    watch: Optional[list] = None  # expressions to watch instead of ``expr`` (the values a list names)
+
+
+@dataclass
+class Call:
+    """One gradient call (or the inner gradient of a tf.hessians)."""
+
+    node: Optional[cst.Call]  # None for the synthetic inner gradient of tf.hessians
+    kind: str  # grad | hess | jac | bjac
+    replace: Optional[cst.CSTNode] = None  # the node replaced in the statement (call or call[0])
+    index0: bool = False
+    line: int = 0
+    col: int = 1
+    ys: Optional[cst.BaseExpression] = None
+    xs: Optional[cst.BaseExpression] = None
+    kwargs: dict = field(default_factory=dict)  # new keyword -> expression
+    notes: list = field(default_factory=list)
+    persistent: bool = False  # the call itself needs a persistent tape
+    refused: Optional[Refuse] = None
+    partner: Optional["Call"] = None  # hessian <-> its inner gradient
+    # planning and proof
+    item: int = -1  # index of the statement item holding the call
+    ys_keys: set = field(default_factory=set)
+    sources: list = field(default_factory=list)  # [Source]
+    target: Optional[str] = None  # result name of a synthetic inner gradient
+    region: tuple = (0, 0)
+    group: Optional["Group"] = None
+    xs_kind: str = "tensor"  # a single source name: "tensor", "list" or "unknown"
+    proof: list = field(default_factory=list)
+    assumptions: list = field(default_factory=list)
+
+
+@dataclass
+class Item:
+    """A statement of a block, original or generated (hoisted ys, inner gradient)."""
+
+    orig: Optional[cst.BaseStatement]
+    fx: object  # _dataflow.Effects
+    inert: bool
+    calls: list = field(default_factory=list)
+    hoist: Optional[tuple] = None  # (name, expr) for a hoisted ys
+    inner: Optional[Call] = None  # the synthetic inner gradient of a tf.hessians
+    owner: Optional[Call] = None  # the call a generated item belongs to
+    kinds: frozenset = frozenset()  # kinds of the calls it makes (_grad_values.call_kind)
+    maybe_mutates: frozenset = frozenset()  # keys passed to project code, which may mutate them
+
+    @property
+    def dead(self) -> bool:
+        return self.owner is not None and self.owner.refused is not None
+
+
+@dataclass
+class Group:
+    """One tape: its with-block spans items s..e, its calls come after."""
+
+    s: int
+    e: int
+    calls: list = field(default_factory=list)
+    children: list = field(default_factory=list)
+    name: str = ""
+
+    @property
+    def ks(self) -> list:
+        return [c.item for c in self.calls]
+
+    def all_calls(self):
+        yield from self.calls
+        for ch in self.children:
+            yield from ch.all_calls()
+
+
+class Find(cst.CSTVisitor):
+    """Candidate calls, K.gradients, graph-only functions, imports; all with metadata."""
+
+    METADATA_DEPENDENCIES = (QualifiedNameProvider, PositionProvider, ParentNodeProvider)
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[cst.Call, str]] = []
+        self.keras: list[cst.Call] = []
+        self.values: list[cst.CSTNode] = []  # non-call references to the API
+        self.graph_fn_nodes: set[int] = set()
+        self.graph_fn_names: set[str] = set()
+        self.registered_defs: set[int] = set()
+        self.api_aliases: dict[str, str] = {}  # bound name -> API it imports
+        self.tf_alias: Optional[str] = None
+        self.variables: dict[str, list] = {}  # module-level name -> values bound to it
+        self.imported: set[str] = set()
+        self.defs: dict[str, cst.CSTNode] = {}  # module-level def/class name -> node
+        self.depth = 0
+        self.session = False  # the module builds or runs a tf.Session
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = tf_name(node, self)
+        if name in APIS:
+            self.calls.append((node, APIS[name]))
+            return
+        if name is not None and name.rsplit(".", 1)[-1] in ("Session", "InteractiveSession", "MonitoredSession",
+                                                            "MonitoredTrainingSession", "SingularMonitoredSession"):
+            self.session = True
+        raw = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
+        if raw & KERAS_GRADIENTS:
+            self.keras.append(node)
+            return
+        if name in GRAPH_FN_CALLS:
+            for a in node.args:
+                self._graph_fn(a.value)
+        elif isinstance(node.func, cst.Call) and tf_name(node.func, self) == "tensorflow.RegisterGradient":
+            for a in node.args:
+                self._graph_fn(a.value)
+
+    def _graph_fn(self, expr: cst.CSTNode) -> None:
+        if isinstance(expr, (cst.Lambda, cst.FunctionDef)):
+            self.graph_fn_nodes.add(id(expr))
+        elif isinstance(expr, cst.Name):
+            self.graph_fn_names.add(expr.value)
+        elif isinstance(expr, (cst.List, cst.Tuple)):
+            for el in expr.elements:
+                self._graph_fn(el.value)
+        elif isinstance(expr, cst.Dict):
+            for el in expr.elements:
+                if isinstance(el, cst.DictElement):
+                    self._graph_fn(el.value)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self.depth == 0:
+            self.defs[node.name.value] = node
+        self.depth += 1
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.depth -= 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.depth == 0:
+            self.defs[node.name.value] = node
+        self.depth += 1
+        for dec in node.decorators:
+            d = dec.decorator
+            if isinstance(d, cst.Call) and tf_name(d, self) == "tensorflow.RegisterGradient":
+                self.registered_defs.add(id(node))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    def _reference(self, node: cst.BaseExpression) -> None:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return
+        if isinstance(parent, (cst.ImportAlias, cst.Attribute, cst.AsName, cst.ImportFrom, cst.Import)):
+            return
+        if tf_name(node, self) in APIS:
+            self.values.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in API_LEAVES:
+            self._reference(node)
+        elif node.attr.value == "Session" and tf_name(node, self) is not None:
+            self.session = True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.api_aliases:
+            self._reference(node)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for a in node.names:
+            full = a.evaluated_name
+            bound = a.evaluated_alias or full.split(".")[0]
+            if self.depth == 0:
+                self.imported.add(bound)
+            if full == PFOR:
+                self.api_aliases[bound] = PFOR
+            if self.tf_alias is None and full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
+                if a.asname is not None or full == "tensorflow":
+                    self.tf_alias = bound
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar) or node.module is None:
+            return
+        mod = dotted(node.module) or ""
+        for a in node.names:
+            bound = a.evaluated_alias or a.evaluated_name
+            if self.depth == 0:
+                self.imported.add(bound)
+            full = normalize(f"{mod}.{a.evaluated_name}")
+            if full is not None:
+                full = {"tensorflow.python.ops.gradients_impl.gradients": GRADIENTS}.get(full, full)
+            if full in APIS or full == PFOR:
+                self.api_aliases[bound] = full
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.depth += 1
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self.depth -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.depth == 0:
+            for t in node.targets:
+                for key in _target_names(t.target):
+                    self.variables.setdefault(key, []).append(node.value if isinstance(t.target, cst.Name) else None)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if self.depth == 0 and isinstance(node.target, cst.Name):
+            self.variables.setdefault(node.target.value, []).append(None)
+
+    def visit_For(self, node: cst.For) -> None:
+        if self.depth == 0:
+            for key in _target_names(node.target):
+                self.variables.setdefault(key, []).append(None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if self.depth == 0 and node.asname is not None:
+            for key in _target_names(node.asname.name):
+                self.variables.setdefault(key, []).append(None)
+
+
+def _target_names(t: cst.BaseExpression) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for el in t.elements for n in _target_names(el.value)]
+    if isinstance(t, cst.StarredElement):
+        return _target_names(t.value)
+    return []
+
+
+# -- the form of one call ------------------------------------------------------------
+
+
+def parse_args(c: Call, code_for_node) -> None:
+    """Fill ys/xs/kwargs/notes of ``c`` from its arguments, or raise Refuse."""
+    order, keep, drop = SIGNATURES[c.kind]
+    fn = code_for_node(c.node.func)
+    given: dict[str, cst.BaseExpression] = {}
+    for i, a in enumerate(c.node.args):
+        if a.star:
+            raise Refuse("TFG128", f"`{fn}` is called with starred arguments; rewrite it by hand with a tape")
+        if a.keyword is None:
+            if i >= len(order):
+                raise Refuse("TFG128", f"`{fn}` has more positional arguments than it accepts")
+            given[order[i]] = a.value
+        else:
+            k = a.keyword.value
+            if k not in order:
+                raise Refuse("TFG128", f"`{fn}` has the unknown argument `{k}`; rewrite it by hand")
+            given[k] = a.value
+    first, second = order[0], order[1]
+    if first not in given or second not in given:
+        raise Refuse("TFG128", f"`{fn}` is missing its targets or sources")
+    c.ys, c.xs = given[first], given[second]
+    for k, v in given.items():
+        if k in (first, second) or m.matches(v, m.Name("None")):
+            continue  # an argument explicitly None is the default
+        if k in drop:
+            c.notes.append(f"dropped `{k}=`: it has no GradientTape equivalent and did not change values")
+        elif k == "stop_gradients":
+            raise Refuse("TFG123", "stop_gradients has no tape argument: apply tf.stop_gradient to "
+                                   f"{code_for_node(v)} where ys is computed (and tape.watch them if they are "
+                                   "also sources), then use a tape")
+        elif k in keep:
+            c.kwargs[keep[k]] = v
+            if k == "grad_ys":
+                c.notes.append("grad_ys became output_gradients")
+            if k == "use_pfor" and not m.matches(v, m.Name("True")):
+                c.persistent = True
+            if k == "parallel_iterations":
+                c.persistent = True
+    if c.kind == "hess":
+        items = chain_items(c.xs)
+        if items is None or len(items) != 1:
+            raise Refuse("TFG128", "tf.hessians with several sources: write one nested-tape jacobian per "
+                                   "source by hand")
+    if c.kind in ("jac", "bjac") and chain_items(c.xs) is None:
+        raise Refuse("TFG124", "the sources are not plain names or attributes: bind them to names before the call")
+
+
+def is_index0(node: cst.CSTNode, parent: cst.CSTNode) -> bool:
+    return (
+        isinstance(parent, cst.Subscript)
+        and parent.value is node
+        and len(parent.slice) == 1
+        and m.matches(parent.slice[0].slice, m.Index(value=m.Integer(value="0")))
+    )
+
+
+def check_context(c: Call, parents, find: Find) -> None:
+    """Refuse a call that stands where no tape can be opened before it."""
+    node: cst.CSTNode = c.node
+    parent = parents.get(node)
+    c.replace = node
+    if c.kind in ("grad", "hess") and is_index0(node, parent):
+        c.index0 = True
+        c.replace = parent
+    call_ids = {id(n) for n, _ in find.calls}
+    child = node
+    cur = parent
+    while cur is not None:
+        if isinstance(cur, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            if id(cur) in find.graph_fn_nodes:
+                raise Refuse("TFG121", "the call is inside a function passed to tf.while_loop/tf.cond, which "
+                                       "runs in graph-only control flow; keep it in graph mode "
+                                       "(tf.function) or restructure it around a tape")
+            raise Refuse("TFG128", "the call is inside a lambda or comprehension; bind its result "
+                                   "to a name in a statement first")
+        if isinstance(cur, cst.While) and child is cur.test:
+            raise Refuse("TFG128", "the call is in a while condition; compute it in a statement first")
+        if isinstance(cur, cst.SimpleStatementSuite):
+            raise Refuse("TFG128", "the call is on the same line as its `if`/`for`; put it on its own line")
+        if isinstance(cur, cst.FunctionDef):
+            if id(cur) in find.registered_defs or cur.name.value in find.graph_fn_names:
+                raise Refuse("TFG121", f"the call is inside `{cur.name.value}`, a registered gradient "
+                                       "function or graph-only control-flow body; keep it in graph mode "
+                                       "or restructure it around a tape")
+        if isinstance(cur, cst.Call) and id(cur) in call_ids and cur is not c.replace:
+            raise Refuse("TFG128", "the call is nested inside another gradient call; bind the inner "
+                                   "result to a name first")
+        child = cur
+        cur = parents.get(cur)
+    for a in c.node.args:
+        if _contains(a.value, call_ids):
+            raise Refuse("TFG128", "an argument holds another gradient call; bind its result to a name first")
+
+
+def _contains(expr: cst.CSTNode, ids: set) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node):
+            if id(node) in ids:
+                found.append(node)
+
+    expr.visit(V())
+    return bool(found)
+
+
+def chain_items(expr: cst.BaseExpression) -> Optional[list]:
+    """[(key, expr)] for a name/attribute chain or a list/tuple of them."""
+    key = dotted(expr)
+    if key is not None:
+        return [(key, expr)]
+    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+        out = []
+        for el in expr.elements:
+            if isinstance(el, cst.StarredElement):
+                return None
+            k = dotted(el.value)
+            if k is None:
+                return None
+            out.append((k, el.value))
+        return out
+    return None
+
+
+def may_have_candidates(code: str) -> bool:
+    """Cheap syntactic pre-check (stdlib ast, no metadata): is there an ``X.gradients``-like
+    attribute on an imported name, or a name imported as one of the APIs?"""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return True
+    imported: set = set()
+    api_names: set = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                imported.add(a.asname or a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                bound = a.asname or a.name
+                imported.add(bound)
+                if a.name in API_LEAVES:
+                    api_names.add(bound)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in API_LEAVES:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in imported:
+                return True
+        elif isinstance(node, ast.Name) and node.id in api_names:
+            return True
+    return False

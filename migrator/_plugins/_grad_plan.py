@@ -1,0 +1,264 @@
+"""Plan the tapes of one block: statement items, hoisted targets, proofs, tape groups, names.
+
+Calls whose regions overlap share one persistent tape when both regions end
+before the earlier call, and nest when a later call's region reaches past an
+earlier call (it differentiates that call's result).  A manual site is never
+moved: a tape that would enclose its statement is refused too.
+"""
+from __future__ import annotations
+
+from typing import Union
+
+import libcst as cst
+
+from migrator._plugins._dataflow import Effects, effects
+from migrator._plugins._grad_find import Call, Group, Item, Refuse, chain_items
+from migrator._plugins._grad_proof import STATE, BlockScope, Prover
+from migrator._plugins._grad_values import is_inert
+from migrator.tfnames import dotted
+
+BlockNode = Union[cst.Module, cst.IndentedBlock]
+
+
+def item_for(an, stmt: cst.CSTNode, shadowed: set) -> Item:
+    """A statement with its data flow, widened for the calls it makes: code of the project
+    (or a graph collection) may read and write program state and mutate its arguments."""
+    fx = effects(stmt)
+    fx = Effects(set(fx.reads), set(fx.writes), set(fx.assigns), set(fx.data))
+    kinds = an.kinds(stmt)
+    maybe: set = set()
+    if kinds & {"project", "collect"}:
+        fx.writes.add(STATE)
+        for call in an.calls_in(stmt):
+            if an.call_kind(call) == "project":
+                for a in call.args:
+                    key = dotted(a.value)
+                    if key is not None and key not in fx.writes:
+                        maybe.add(key)  # the callee may mutate what it is given
+        fx.writes |= maybe
+    if kinds & {"project", "state"} or any("." in r and r.split(".")[0] not in an.imported for r in fx.data):
+        fx.reads.add(STATE)
+    inert = is_inert(stmt, fx, kinds, an.imported - shadowed, frozenset(shadowed))
+    return Item(stmt, fx, inert, kinds=kinds, maybe_mutates=frozenset(maybe))
+
+
+def _readable(expr: cst.BaseExpression) -> str:
+    """A readable name for a hoisted ys expression: ``tf.reduce_sum(y)`` -> ``y_sum``."""
+    if isinstance(expr, cst.Call) and expr.args:
+        fn = dotted(expr.func) or ""
+        last = fn.rsplit(".", 1)[-1]
+        arg = dotted(expr.args[0].value)
+        if arg is not None:
+            arg = arg.rsplit(".", 1)[-1]
+            for prefix, suffix in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"),
+                                   ("reduce_min", "min"), ("square", "sq"), ("norm", "norm")):
+                if last == prefix:
+                    return f"{arg}_{suffix}"
+    return "target"
+
+
+def _short(keys: set) -> str:
+    return sorted(keys)[0].rsplit(".", 1)[-1] if len(keys) == 1 else "y"
+
+
+class BlockPlanner:
+    def __init__(self, an) -> None:
+        self.an = an
+
+    def plan(self, block: BlockNode, members: list, scope: BlockScope):
+        """(items, groups) for the block, or None when every call in it is refused."""
+        an = self.an
+        shadowed = scope.locals | set(an.find.variables) | set(an.find.defs)
+        index = {id(s): i for i, s in enumerate(block.body)}
+        slots: list[list[Item]] = [[item_for(an, stmt, shadowed)] for stmt in block.body]
+        for stmt, c in members:
+            k = index[id(stmt)]
+            if c.refused is not None:
+                slots[k][-1].calls.append(c)
+                continue
+            slots[k] = self._generated(c, shadowed) + slots[k]
+            slots[k][-1].calls.append(c)
+        flat = [it for s in slots for it in s]
+        for i, it in enumerate(flat):
+            for c in it.calls:
+                c.item = i
+        calls = [c for it in flat for c in it.calls]
+        prover = Prover(an, flat, scope)
+        alive = [c for c in calls if c.refused is None]
+        while True:
+            for c in alive:
+                if c.refused is None:
+                    try:
+                        prover.prove(c)
+                        an.check_region(c, flat, scope)
+                    except Refuse as r:
+                        refuse(c, r)
+            groups = self.group([c for c in alive if c.refused is None])
+            if not self._unfreeze(groups, flat):
+                unsafe = [(c, an.refuse_assumptions(c, scope)) for c in alive if c.refused is None]
+                unsafe = [(c, r) for c, r in unsafe if r is not None]
+                if not unsafe:
+                    break
+                for c, r in unsafe:
+                    refuse(c, r)
+            alive = [c for c in alive if c.refused is None]
+        if not any(c.refused is None for c in calls):
+            return None
+        return flat, groups
+
+    def _generated(self, c: Call, shadowed: set) -> list[Item]:
+        """Items the rewrite adds before the call: a hoisted ys, the inner gradient of a hessian."""
+        an = self.an
+        pre: list[Item] = []
+        ys = c.ys
+        keys = chain_items(ys) if not isinstance(ys, cst.Tuple) else None
+        if keys is None:
+            name = an.names.fresh(_readable(ys))
+            it = item_for(an, ys, shadowed)
+            it.fx.writes = {name}
+            it.fx.assigns = {name}
+            it.orig, it.hoist, it.owner, it.inert = None, (name, ys), c, False
+            pre.append(it)
+            ys_keys = {name}
+            ys_expr: cst.BaseExpression = cst.Name(name)
+        else:
+            ys_keys = {k_ for k_, _ in keys}
+            ys_expr = ys
+        if c.kind == "hess":
+            inner = Call(node=None, kind="grad", ys=ys_expr, xs=c.xs, partner=c, line=c.line, col=c.col)
+            c.partner = inner
+            key = dotted(c.xs) or dotted(c.xs.elements[0].value)
+            tname = an.names.fresh(f"d{_short(ys_keys)}_d{key.rsplit('.', 1)[-1]}")
+            inner.target = tname
+            inner.ys_keys = ys_keys
+            fx = Effects(reads=set(ys_keys) | {k_ for k_, _ in chain_items(c.xs)}, writes={tname}, assigns={tname})
+            it = Item(None, fx, False, inner=inner, owner=c)
+            it.calls.append(inner)
+            pre.append(it)
+            c.ys_keys = {tname}
+        else:
+            c.ys_keys = ys_keys
+        c.ys = ys_expr
+        return pre
+
+    def _unfreeze(self, groups: list, flat: list) -> bool:
+        """Refuse tapes that would move a statement holding a manual site; True if any was."""
+        frozen = self.an.frozen()
+        moved = False
+        for g in groups:
+            hit = [i for i in range(g.s, g.e + 1) if flat[i].orig is not None and id(flat[i].orig) in frozen]
+            if hit:
+                line = self.an.line(flat[hit[0]].orig)
+                for gc in g.all_calls():
+                    refuse(gc, Refuse("TFG128", f"its tape would have to enclose line {line}, which is left for "
+                                                "manual migration; migrate that first"))
+                moved = True
+        return moved
+
+    def group(self, calls: list[Call]) -> list[Group]:
+        """Tapes for the calls of one block: separate, shared (persistent) or nested."""
+        top: list[Group] = []
+        for c in sorted(calls, key=lambda c: c.item):
+            cand = Group(*c.region, [c])
+            absorbed: list[Group] = []
+            ok = True
+            while True:
+                hits = [g for g in top if g not in absorbed and not (g.e < cand.s or g.s > cand.e)]
+                if not hits:
+                    break
+                e_all = max([cand.e] + [g.e for g in hits])
+                ks = cand.ks + [k for g in hits for k in g.ks]
+                if e_all < min(ks):  # share one persistent tape
+                    for g in hits:
+                        cand.calls = g.calls + cand.calls
+                        cand.children += g.children
+                    cand.s = min([cand.s] + [g.s for g in hits])
+                    cand.e = e_all
+                elif all(g.e <= cand.e for g in hits):  # nest: this tape records the others
+                    cand.children += hits
+                    cand.s = min([cand.s] + [g.s for g in hits])
+                else:
+                    ok = False
+                    break
+                absorbed += hits
+            if not ok:
+                refuse(c, Refuse("TFG128", "its tape would overlap another tape only partly; rewrite "
+                                           "these gradients by hand"))
+                continue
+            top = [g for g in top if g not in absorbed] + [cand]
+        for g in top:
+            _set_group(g)
+        return sorted(top, key=lambda g: g.s)
+
+
+def refuse(c: Call, r: Refuse) -> None:
+    if c.refused is None:
+        c.refused = r
+    if c.partner is not None and c.partner.refused is None:
+        c.partner.refused = r
+
+
+def _set_group(g: Group) -> None:
+    for c in g.calls:
+        c.group = g
+    for ch in g.children:
+        _set_group(ch)
+
+
+def inner_blocks(node: cst.CSTNode) -> list:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_IndentedBlock(self, n):
+            out.append(n)
+
+        def visit_FunctionDef(self, n):
+            return False
+
+        def visit_ClassDef(self, n):
+            return False
+
+    node.visit(V())
+    return out
+
+
+class TapeNamer:
+    """``tape`` / ``outer_tape``, suffixed only when a tape of that name is alive around."""
+
+    def __init__(self, names) -> None:
+        self.names = names
+        self.cache: dict[str, str] = {}
+        self.reserved: dict[int, set] = {}  # id(block) -> tape names alive around it
+
+    def name(self, groups: list[Group], flat: list[Item], block: BlockNode) -> None:
+        reserved = set(self.reserved.get(id(block), set()))
+        everyone: list[tuple[Group, int]] = []
+
+        def walk(gs, depth):
+            for g in gs:
+                everyone.append((g, depth))
+                walk(g.children, depth + 1)
+
+        walk(groups, 0)
+        assigned: list[tuple[Group, int, int]] = []
+        for g, _depth in sorted(everyone, key=lambda gd: (gd[0].s, -gd[1])):
+            life = (g.s, max(g.ks))
+            taken = {x.name for x, a, b in assigned if not (b < life[0] or a > life[1])} | reserved
+            base = "outer_tape" if g.children else "tape"
+            n = 0
+            while True:
+                key = base if n == 0 else f"{base}#{n}"
+                if key not in self.cache:
+                    self.cache[key] = self.names.fresh(base if n == 0 else f"{base}_{n + 1}")
+                if self.cache[key] not in taken:
+                    g.name = self.cache[key]
+                    break
+                n += 1
+            assigned.append((g, *life))
+        # inner blocks of compound statements alive while a tape is alive must not reuse its name
+        for g, a, b in assigned:
+            for i in range(a, b + 1):
+                it = flat[i]
+                if it.orig is not None and not isinstance(it.orig, cst.SimpleStatementLine):
+                    for blk in inner_blocks(it.orig):
+                        self.reserved.setdefault(id(blk), set()).add(g.name)

@@ -1,0 +1,471 @@
+"""The proof that a tape computes what ``tf.gradients`` computed (docs/soundness.md).
+
+``tf.gradients(ys, xs)`` sums over every path from ``xs`` to ``ys`` in the graph.
+A tape opened around items ``s..e`` of the call's block sums over the paths made
+of ops it recorded.  The two agree when every op on every path was made inside
+``s..e`` and every source was watched before its first use.  This module checks
+that, for one call, and fills ``Call.region``, ``Call.sources`` (with their watch
+points), ``Call.proof`` and ``Call.assumptions``; a condition it cannot check
+raises :class:`Refuse`.
+
+The argument turns on the sources:
+
+* **fresh** sources are made by a TF op or constructor on a line of the block
+  (``x = tf.constant(...)``, ``interp = a + t * (b - a)``).  Nothing that ran
+  before that line can have used them; after it, only lines that read them, or
+  call code that can reach any state, can.  The region starts no later than the
+  first such line, so every op that may consume a source is recorded, and every
+  value the region reads from elsewhere was made without them.
+* other sources (parameters, attributes, lookups) may have been used before the
+  function was even entered.  Then every value the region reads from outside it
+  must be shown independent of them: a literal-built constant, or a parameter
+  that every caller in the project passes built from literals.  Calls in the
+  region must build their results afresh (a *closed* function of this module)
+  rather than hand back a tensor made earlier.  What cannot be shown becomes an
+  assumption: an unsafe fix, applied only with ``--unsafe-fixes``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+import libcst.matchers as m
+
+from migrator._plugins._dataflow import touches
+from migrator._plugins._grad_find import Call, Item, Refuse, Source, chain_items
+from migrator._plugins._grad_values import META_ATTRS, is_fresh, value_kind
+from migrator.tfnames import dotted
+
+STATE = "<state>"  # pseudo key: what the project's code may read and write besides names
+
+
+@dataclass
+class BlockScope:
+    """Where a block sits: its function, and what ran before it in that function."""
+
+    func: Optional[cst.FunctionDef]  # None at module level
+    params: set = field(default_factory=set)
+    locals: set = field(default_factory=set)  # every name the function binds (params too)
+    in_loop: bool = False  # the block is inside a loop of its function
+    prefix: list = field(default_factory=list)  # items of enclosing blocks that run before it
+    loop_writes: set = field(default_factory=set)  # keys bound anywhere in the enclosing loops
+
+
+class Prover:
+    def __init__(self, an, flat: list[Item], scope: BlockScope) -> None:
+        self.an = an
+        self.flat = flat
+        self.scope = scope
+
+    # -- helpers ------------------------------------------------------------
+    def line(self, i: int) -> int:
+        it = self.flat[i]
+        node = it.orig
+        if node is None and it.owner is not None:
+            return it.owner.line
+        return self.an.line(node) if node is not None else 0
+
+    def _code(self, node) -> str:
+        return self.an.code(node).strip()
+
+    def _last_write(self, key: str, upto: int) -> Optional[int]:
+        """The last item before ``upto`` that may change ``key`` (rebind or mutate it)."""
+        for i in range(upto - 1, -1, -1):
+            it = self.flat[i]
+            if not it.dead and touches(it.fx.writes, {key}):
+                return i
+        return None
+
+    def _bind_at(self, key: str, upto: int) -> Optional[int]:
+        """The last item before ``upto`` that rebinds ``key`` (a mutation keeps its identity)."""
+        for i in range(upto - 1, -1, -1):
+            it = self.flat[i]
+            if not it.dead and any(a == key or key.startswith(a + ".") for a in it.fx.assigns):
+                return i
+        return None
+
+    def _binding_value(self, i: int, key: str) -> Optional[cst.BaseExpression]:
+        """The value of ``key = value`` when item i is exactly that assignment."""
+        it = self.flat[i]
+        if it.hoist is not None:
+            return it.hoist[1] if it.hoist[0] == key else None
+        if m.matches(it.orig, m.SimpleStatementLine([m.Assign([m.AssignTarget()])])):
+            a = it.orig.body[0]
+            if dotted(a.targets[0].target) == key:
+                return a.value
+        return None
+
+    # -- the proof ----------------------------------------------------------
+    def prove(self, c: Call) -> None:
+        flat, k = self.flat, c.item
+        c.proof, c.assumptions = [], []
+        S = self._slice(c, k)
+        sources = self._sources(c, k)
+        fresh = {src.key: self._fresh_at(src.key, k) for src in sources}
+        all_fresh = all(v is not None for v in fresh.values())
+        # the slice holds every line whose writes (names, objects, program state) reach the
+        # targets, so a tape over it records every op a path from a source can use
+        s = min(i for i in S if not flat[i].inert)
+        e = max(S)
+        c.region = (s, e)
+        self.sources_now = sources
+        self.keys = {src.key for src in sources} | {a for src in sources for a in self._aliases(src.key, k, s)}
+        self.outside: list = []
+        self.unproven: list = []
+        self.prefix_tainted = set() if all_fresh else self._prefix_taint(sources)
+        self.source_roots = set() if all_fresh else self._source_roots(sources, k)
+        self._outside_values(c, S, s, e, sources, all_fresh)
+        if not all_fresh:
+            self._calls_build_afresh(c, S, s, e)
+        self._reaches(c, S, s, e, sources, all_fresh)
+        self._watches(c, sources, s, e, k, fresh)
+        self._grad_ys(c)
+        c.sources = sources
+        if all_fresh:
+            made = ", ".join(f"`{sk}` (line {self.line(fresh[sk])})" for sk in sorted(fresh))
+            c.proof.insert(0, f"sources made by a TF op on this block's lines, so no earlier code used them: {made}")
+        c.proof.insert(0, f"the tape spans lines {self.line(s)}–{self.line(e)}: every line whose result (names, "
+                          "objects, graph state) reaches the targets")
+
+    def _slice(self, c: Call, k: int) -> list[int]:
+        need = set(c.ys_keys)
+        S: list[int] = []
+        direct = set()
+        for i in range(k - 1, -1, -1):
+            it = self.flat[i]
+            if it.dead:
+                continue
+            if touches(it.fx.writes, need):
+                S.append(i)
+                direct |= {key for key in c.ys_keys if touches(it.fx.writes, {key})}
+                need |= it.fx.reads
+        missing = set(c.ys_keys) - direct
+        if missing:
+            name = sorted(missing)[0]
+            root = name.split(".")[0]
+            sc = self.scope
+            if sc.in_loop and "." not in name and not (sc.func is not None and root in sc.params):
+                raise Refuse("TFG125", f"`{name}` is computed before the loop that holds this call (or is its loop "
+                                       "variable); open the tape inside the loop around the computation of each "
+                                       "value, or one persistent tape around the forward pass before the loop")
+            raise Refuse("TFG120", self._outside_ys_reason(name))
+        written: set = set()
+        for i in sorted(S):
+            comes_in = {key for key in c.ys_keys if key in self.flat[i].fx.reads and not touches(written, {key})}
+            if comes_in:
+                name = sorted(comes_in)[0]
+                raise Refuse("TFG120", f"`{name}` comes into this block from outside (line {self.line(i)} rebinds "
+                                       f"it from its own earlier value); {self._where_to_open(name)}")
+            written |= self.flat[i].fx.writes
+        if all(self.flat[i].inert for i in S):
+            raise Refuse("TFG126", f"`{', '.join(sorted(c.ys_keys))}` is computed from literals only in this block, "
+                                   "so no source can reach it; check the call")
+        return S
+
+    def _outside_ys_reason(self, name: str) -> str:
+        root = name.split(".")[0]
+        sc = self.scope
+        if sc.func is not None and root in sc.params:
+            what = f"`{name}` is a parameter of `{sc.func.name.value}`: the caller built it"
+        elif "." in name:
+            what = f"`{name}` is an attribute set elsewhere"
+        elif root in sc.locals or sc.func is None:
+            what = f"`{name}` is computed outside the block that holds the call"
+        else:
+            what = f"`{name}` comes from outside this function"
+        return f"{what}; {self._where_to_open(name)}"
+
+    def _where_to_open(self, name: str) -> str:
+        func = self.scope.func.name.value if self.scope.func is not None else None
+        if func:
+            return (f"open a tf.GradientTape where `{name}` is computed (in the caller of `{func}`, or the method "
+                    f"that builds it), watch the sources there, and call tape.gradient instead of this call")
+        return f"open a tf.GradientTape around the lines that compute `{name}` from the sources"
+
+    def _grad_ys(self, c: Call) -> None:
+        """``None`` inside grad_ys means ones; the tape needs ``tf.ones_like(y)`` in its place."""
+        from migrator._plugins._grad_apply import none_slots
+
+        og = c.kwargs.get("output_gradients")
+        if og is None or not none_slots(og):
+            return
+        n = len(c.ys.elements) if isinstance(c.ys, (cst.List, cst.Tuple)) else 1
+        if len(og.elements) != n or any(isinstance(el, cst.StarredElement) for el in og.elements):
+            raise Refuse("TFG128", "grad_ys holds None (ones) for targets the migrator cannot match one to one; "
+                                   "write tf.ones_like(y) for those targets, then re-run")
+        c.proof.append("`None` in grad_ys becomes tf.ones_like of its target, as tf.gradients read it")
+
+    def _sources(self, c: Call, k: int) -> list[Source]:
+        items = chain_items(c.xs)
+        if items is None:
+            raise Refuse("TFG124", f"the sources `{self._code(c.xs)}` are not plain names or attributes: bind them "
+                                   "to a name before the call")
+        return [Source(key, expr) for key, expr in items]
+
+    def _aliases(self, key: str, k: int, upto: Optional[int] = None) -> list:
+        """Names a source bound to a list of names stands for (``params = [w, b]``) until they
+        are rebound (before ``upto``): reading them is reading the sources."""
+        j = self._bind_at(key, k)
+        value = self._binding_value(j, key) if j is not None else None
+        items = chain_items(value) if isinstance(value, (cst.List, cst.Tuple)) else None
+        if not items:
+            return []
+        upto = k if upto is None else upto
+        return [n for n, _ in items if not any(any(a == n or n.startswith(a + ".") for a in self.flat[i].fx.assigns)
+                                               for i in range(j + 1, upto) if not self.flat[i].dead)]
+
+    def _fresh_at(self, key: str, k: int) -> Optional[int]:
+        """The item that makes ``key`` a fresh tensor, if its last binding is one (for a list of
+        names, the earliest of theirs)."""
+        j = self._bind_at(key, k)
+        if j is None or "." in key:
+            return None
+        value = self._binding_value(j, key)
+        aliases = self._aliases(key, k)
+        if aliases or isinstance(value, (cst.List, cst.Tuple)):
+            points = [self._fresh_at(n, j) for n in aliases]
+            if not aliases or len(aliases) != len(value.elements) or any(p is None for p in points):
+                return None
+            return min(points)
+        if value is None or not is_fresh(value, self.an.qn):
+            return None
+        if self.scope.in_loop and any(key in self.flat[i].fx.assigns for i in range(j + 1, len(self.flat))):
+            return None  # rebound later in the loop body: an earlier iteration's value may flow in
+        return j
+
+    def _prefix_taint(self, sources: list) -> set:
+        """Keys that lines of enclosing blocks, run before this block, computed from the sources."""
+        tainted = {src.key for src in sources}
+        for it in self.scope.prefix:
+            if touches(tainted, it.fx.reads):
+                tainted |= it.fx.writes
+        return tainted - {src.key for src in sources}
+
+    # -- values from outside the region ---------------------------------------
+    def _outside_values(self, c: Call, S: list, s: int, e: int, sources: list, all_fresh: bool) -> None:
+        keys = self.keys
+        written: set = set()
+        seen: set = set()
+        for i in range(s, e + 1):
+            it = self.flat[i]
+            if it.dead:
+                continue
+            binds_source = any(self._binding_value(i, key) is not None for key in keys)
+            if i in S and not binds_source:  # what a source is made from is not on a path from it
+                for r in sorted(it.fx.data):
+                    if r in seen or touches(written, {r}) or _within(r, keys):
+                        continue
+                    seen.add(r)
+                    self.outside.append((r, i))
+                    self._independent(c, r, s, i, keys, all_fresh)
+            written |= it.fx.writes
+        if all_fresh and self.outside:
+            c.proof.append("every value the tape reads from outside it was made before the sources")
+
+    def _reaches(self, c: Call, S: list, s: int, e: int, sources: list, all_fresh: bool) -> None:
+        """Some line of the tape must read a source on the way to the targets; otherwise every
+        path runs through values made outside it, which the tape cannot see."""
+        tainted = set(self.keys)
+        for i in range(s, e + 1):
+            it = self.flat[i]
+            if it.dead:
+                continue
+            if touches(tainted, it.fx.reads):
+                tainted |= it.fx.writes
+            else:
+                tainted -= it.fx.assigns  # rebound from values that are not the sources
+        if touches(tainted, set(c.ys_keys)):
+            c.proof.append(f"inside the tape, `{', '.join(sorted(c.ys_keys))}` is computed from the sources")
+            return
+        srcs = ", ".join(f"`{src.key}`" for src in sources)
+        named = self.unproven or [r for r, _ in self.outside]
+        names = ", ".join(f"`{r}`" for r in named[:3])
+        if all_fresh or not c.assumptions:
+            c.proof.append(f"`{', '.join(sorted(c.ys_keys))}` is not computed from {srcs}, and nothing it reads can "
+                           "depend on them: None for every source, before and after")
+            return
+        raise Refuse("TFG130", f"`{', '.join(sorted(c.ys_keys))}` reaches {srcs} only through {names}, made outside "
+                               f"this block; {self._where_to_open(named[0] if named else 'it')}")
+
+    def _independent(self, c: Call, r: str, s: int, at: int, keys: set, all_fresh: bool) -> None:
+        an, sc = self.an, self.scope
+        root = r.split(".")[0]
+        srcs = ", ".join(f"`{k}`" for k in sorted(keys))
+        if r == STATE:
+            if not all_fresh:
+                self._assume(c, f"the state read at line {self.line(at)} (attributes, collections) holds no tensor "
+                                f"computed from {srcs} before the tape")
+            return
+        if root in self.source_roots and root not in an.imported:
+            raise Refuse("TFG130", f"the sources come out of `{root}` and the targets read `{r}` too, which code "
+                                   f"outside this block may have built from them; {self._where_to_open(r)}")
+        if root in an.constants and root not in sc.locals:
+            if "." not in r or r.split(".")[-1] in META_ATTRS or root in an.imported:
+                return
+        if all_fresh:
+            return  # made before the sources existed (or by lines that never touched them)
+        j = self._last_write(r, s)
+        if j is not None:
+            if self.flat[j].inert:
+                return
+            value = self._binding_value(j, r)
+            if value is not None and _is_literal_built(value):
+                return
+            self._assume(c, f"`{r}` (line {self.line(j)}, before the tape) does not depend on {srcs}", r)
+            return
+        if sc.func is not None and root in sc.params and "." not in r:
+            verdict = an.param_verdict(sc.func, root, [k.split(".")[0] for k in keys if k.split(".")[0] in sc.params])
+            if verdict.dependent:
+                raise Refuse("TFG130", f"{verdict.dependent}, so the path from it to the targets lies outside "
+                                       f"`{sc.func.name.value}`; {self._where_to_open(r)}")
+            if verdict.independent:
+                c.proof.append(f"parameter `{r}` cannot depend on {srcs}: {verdict.evidence}")
+                return
+            self._assume(c, f"parameter `{r}` does not depend on {srcs} ({verdict.evidence})", r)
+            return
+        if "." in r:
+            if r.split(".")[-1] in META_ATTRS:
+                return
+            self._assume(c, f"`{r}` (an attribute set elsewhere) does not depend on {srcs}", r)
+            return
+        if root in sc.locals:
+            if touches(self.prefix_tainted, {r}):
+                raise Refuse("TFG130", f"`{r}` is computed from {srcs} outside the block that holds the call, where "
+                                       "a tape here cannot see it; open the tape in the enclosing block, around the "
+                                       f"line that computes `{r}`")
+            self._assume(c, f"`{r}` (computed outside the block of the gradient) does not depend on {srcs}", r)
+            return
+        self._assume(c, f"`{r}` (from outside this function) does not depend on {srcs}", r)
+
+    def _source_roots(self, sources: list, k: int) -> set:
+        """Roots that non-fresh sources bound in this block were read from (``conv = layers["conv"]``)."""
+        out = set()
+        for src in sources:
+            j = self._bind_at(src.key, k)
+            if j is not None and self.flat[j].orig is not None and not self._aliases(src.key, k):
+                value = self._binding_value(j, src.key)
+                if value is not None and not is_fresh(value, self.an.qn):
+                    from migrator._plugins._dataflow import effects
+                    out |= {r.split(".")[0] for r in effects(value).data}
+            elif "." in src.key:
+                out.add(src.key.split(".")[0])
+        return out - {"self"}
+
+    def _assume(self, c: Call, text: str, value: Optional[str] = None) -> None:
+        if text not in c.assumptions:
+            c.assumptions.append(text)
+        if value is not None and value not in self.unproven:
+            self.unproven.append(value)
+
+    def _calls_build_afresh(self, c: Call, S: list, s: int, e: int) -> None:
+        """Sources that existed before the function: a call in the region must not hand back
+        a tensor made earlier (a cache, a lazy property)."""
+        keys = {src.key for src in self.sources_now}
+        for i in S:
+            if i < s:
+                continue
+            it = self.flat[i]
+            node = it.orig if it.orig is not None else (it.hoist[1] if it.hoist else None)
+            if node is None or any(self._binding_value(i, key) is not None for key in keys):
+                continue  # `x = f(...)` makes the source itself: whatever it returns is what is watched
+            for call in self.an.calls_in(node):
+                kind = self.an.call_kind(call)
+                if kind == "state" and self.an.tf_name(call) != "tensorflow.get_variable":
+                    self._assume(c, f"`{self._code(call.func)}(...)` at line {self.line(i)} returns only tensors "
+                                    "made inside the tape")
+                elif kind == "project":
+                    fn = call.func.value if isinstance(call.func, cst.Name) else None
+                    if fn is not None and self.an.closed(fn):
+                        c.proof.append(f"`{fn}` (this module) builds its result from its arguments")
+                    else:
+                        self._assume(c, f"`{self._code(call.func)}(...)` at line {self.line(i)} builds its result "
+                                        "afresh (it returns no tensor made before the tape)")
+
+    # -- watches --------------------------------------------------------------
+    def _watches(self, c: Call, sources: list, s: int, e: int, k: int, fresh: dict) -> None:
+        for src in sources:
+            j = self._bind_at(src.key, k)
+            if fresh.get(src.key) is None:
+                changed = [i for i in range(max(s, (j if j is not None else -1) + 1), k) if not self.flat[i].dead
+                           and touches(self.flat[i].fx.writes - self.flat[i].maybe_mutates, {src.key})]
+                if changed:
+                    raise Refuse("TFG133", f"`{src.key}` may be changed in place at line {self.line(changed[0])}, "
+                                           "after the tape would watch it; bind the final sources to a new name "
+                                           "before the forward pass")
+            if j is None or j < s:
+                src.after = None
+                c.proof.append(f"`{src.key}` is watched when the tape opens, before any use")
+                continue
+            if j > e:
+                self._watch_bound_after(c, src, j, s, fresh)
+                continue
+            it = self.flat[j]
+            value = self._binding_value(j, src.key)
+            single = it.orig is None or (isinstance(it.orig, cst.SimpleStatementLine) and len(it.orig.body) == 1)
+            if value is None or not single:
+                raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)} in a way the tape cannot watch "
+                                       "right after (a compound statement, an unpacking or several statements on "
+                                       "one line); bind it alone on its own line first")
+            if fresh.get(src.key) is None and any(not self.flat[i].inert for i in range(s, j)):
+                raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)} from an existing value, "
+                                       "which the lines before it in the tape may already use; watch it before "
+                                       "its first use by hand")
+            src.after = j
+            c.proof.append(f"`{src.key}` is watched right after line {self.line(j)}, where it is made")
+        if c.kind == "grad" and dotted(c.xs) is not None:
+            c.xs_kind = self._source_kind(dotted(c.xs), k)
+        if c.kind == "hess" and dotted(c.xs) is not None and self._source_kind(dotted(c.xs), k) != "tensor":
+            raise Refuse("TFG124", f"cannot tell that `{dotted(c.xs)}` is one tensor; pass tf.hessians a "
+                                   "tensor bound by a TF call, or migrate by hand")
+
+    def _watch_bound_after(self, c: Call, src: Source, j: int, s: int, fresh: dict) -> None:
+        """A source bound after the targets: a new tensor is unconnected in both worlds; a name
+        for values that exist already (``params = [w, b]``, ``x = self.x``) means those values,
+        which the tape watches by the names they had when it opened."""
+        value = self._binding_value(j, src.key)
+        elements = chain_items(value) if value is not None and not isinstance(value, cst.Call) else None
+        if elements:
+            rebound = [n for n, _ in elements if any(
+                any(a == n or n.startswith(a + ".") for a in self.flat[i].fx.assigns) for i in range(s, j))]
+            if not rebound:
+                src.watch = [expr for _, expr in elements]
+                src.after = None
+                c.proof.append(f"`{src.key}` (line {self.line(j)}) names {', '.join(f'`{n}`' for n, _ in elements)}, "
+                               "watched when the tape opens")
+                return
+        elif fresh.get(src.key) is not None:
+            src.after = -1  # a new tensor made after the targets: unconnected either way
+            c.proof.append(f"`{src.key}` is made after the targets (line {self.line(j)}): unconnected in both")
+            return
+        raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)}, after the targets, from values the "
+                               "tape cannot name when it opens; bind the sources before the forward pass")
+
+    def _source_kind(self, key: str, k: int) -> str:
+        j = self._bind_at(key, k)
+        if j is not None:
+            value = self._binding_value(j, key)
+            return value_kind(value, self.an.qn, self.an.one_output) if value is not None else "unknown"
+        if "." in key:
+            return "unknown"
+        sc = self.scope
+        if sc.func is not None and key in sc.params:
+            return self.an.param_structure(sc.func, key)
+        if sc.func is None or key not in sc.locals:
+            vals = self.an.module_values(key)
+            kinds = {value_kind(v, self.an.qn, self.an.one_output) if v is not None else "unknown" for v in vals}
+            if kinds == {"list", "tensor"}:
+                raise Refuse("TFG124", f"`{key}` is bound both to a list and to a tensor; bind the sources to one "
+                                       "list before the call")
+            return kinds.pop() if len(kinds) == 1 else "unknown"
+        return "unknown"
+
+
+def _within(r: str, keys: set) -> bool:
+    """``r`` is a source, or part of one (``params`` -> ``params``; ``x.shape`` of ``x``)."""
+    return any(r == k or r.startswith(k + ".") for k in keys)
+
+
+def _is_literal_built(value: cst.BaseExpression) -> bool:
+    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and \
+        (not isinstance(value, cst.Name) or value.value in ("None", "True", "False"))

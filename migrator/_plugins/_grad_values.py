@@ -1,0 +1,292 @@
+"""What a call or a binding is, as far as the tape proof needs to know.
+
+A call is one of these *kinds*:
+
+- ``tf``: a TensorFlow function; its ops read only its arguments;
+- ``leaf``: a TF function that makes a new tensor from literals (``tf.constant``);
+- ``state``: a TF function that returns what earlier code built (``tf.get_collection``,
+  ``tf.trainable_variables``, ``tf.get_variable`` with reuse);
+- ``collect``: a TF function that also writes graph collections (``tf.losses.*``);
+- ``noop``: makes no op (``tf.name_scope``, ``tf.get_default_graph``);
+- ``builtin`` / ``numpy``: Python or numpy code that makes no TF op of its own;
+- ``project``: anything else (the project's functions, methods of unknown objects):
+  it may read and write any state the program can reach.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Optional
+
+import libcst as cst
+
+from migrator._plugins._dataflow import BUILTINS, effects
+from migrator.tfnames import dotted, tf_name
+
+_STATE_LEAVES = {
+    "get_variable", "get_local_variable", "get_collection", "get_collection_ref", "trainable_variables",
+    "global_variables", "local_variables", "model_variables", "moving_average_variables", "all_variables",
+    "get_losses", "get_regularization_loss", "get_regularization_losses", "get_total_loss", "get_variables",
+    "get_model_variables", "get_trainable_variables", "get_variables_by_name", "get_unique_variable",
+    "get_tensor_by_name", "get_operation_by_name", "get_variables_to_restore",
+}
+_COLLECT_LEAVES = {"add_to_collection", "add_to_collections", "add_loss"}
+_NOOP = {
+    "tensorflow.get_default_graph", "tensorflow.name_scope", "tensorflow.variable_scope",
+    "tensorflow.control_dependencies", "tensorflow.device", "tensorflow.as_dtype", "tensorflow.DType",
+    "tensorflow.TensorShape", "tensorflow.op_scope", "tensorflow.is_tensor", "tensorflow.executing_eagerly",
+    "tensorflow.get_variable_scope", "tensorflow.AggregationMethod", "tensorflow.UnconnectedGradients",
+}
+_LEAF = {
+    "tensorflow.constant", "tensorflow.Variable", "tensorflow.placeholder", "tensorflow.zeros", "tensorflow.ones",
+    "tensorflow.fill", "tensorflow.eye", "tensorflow.range", "tensorflow.linspace", "tensorflow.random_normal",
+    "tensorflow.random_uniform", "tensorflow.truncated_normal", "tensorflow.random.normal",
+    "tensorflow.random.uniform", "tensorflow.random.truncated_normal", "tensorflow.sparse_placeholder",
+}
+#: TF calls that may hand back their argument itself rather than a new tensor
+_MAY_RETURN_INPUT = {
+    "tensorflow.convert_to_tensor", "tensorflow.cast", "tensorflow.saturate_cast", "tensorflow.nest.flatten",
+    "tensorflow.nest.map_structure", "tensorflow.nest.pack_sequence_as", "tensorflow.identity_n",
+    "tensorflow.group", "tensorflow.tuple", "tensorflow.no_op",
+}
+_PURE_BUILTINS = {
+    "print", "len", "range", "isinstance", "issubclass", "int", "float", "bool", "str", "list", "tuple", "dict",
+    "set", "frozenset", "zip", "enumerate", "sorted", "reversed", "min", "max", "sum", "abs", "round", "any",
+    "all", "getattr", "hasattr", "type", "repr", "format", "divmod", "pow", "id", "hash", "callable", "super",
+    "object", "slice", "iter", "next", "complex", "bytes", "ord", "chr", "hex", "oct", "bin",
+}
+#: methods that mutate only their object (the data flow marks the object written) or read metadata
+_PURE_METHODS = {
+    "append", "extend", "insert", "pop", "remove", "clear", "copy", "index", "count", "sort", "reverse",
+    "get", "items", "keys", "values", "update", "setdefault", "format", "join", "split", "strip", "replace",
+    "lower", "upper", "startswith", "endswith", "get_shape", "as_list", "set_shape", "with_rank",
+    "is_fully_defined", "num_elements", "assert_has_rank", "assert_is_compatible_with",
+}
+#: attributes of a value that are metadata, never a tensor built earlier
+META_ATTRS = {"shape", "dtype", "name", "ndim", "rank", "base_dtype", "as_numpy_dtype", "value", "ndims"}
+
+#: TF functions that return a list (a source bound to one is a list of sources)
+LIST_RETURNING = {
+    "tensorflow.trainable_variables", "tensorflow.global_variables", "tensorflow.local_variables",
+    "tensorflow.get_collection", "tensorflow.split", "tensorflow.unstack", "tensorflow.meshgrid",
+    "tensorflow.dynamic_partition", "tensorflow.model_variables", "tensorflow.gradients",
+}
+LIST_ATTRS = {"trainable_variables", "trainable_weights", "weights", "variables", "non_trainable_variables"}
+TENSOR_CONSTRUCTORS = _LEAF | {"tensorflow.get_variable", "tensorflow.convert_to_tensor"}
+
+#: TF functions that build v1 control flow (a tape in TF1 graph mode cannot see through them)
+V1_CONTROL_FLOW = {
+    "tensorflow.cond", "tensorflow.case", "tensorflow.switch_case", "tensorflow.while_loop", "tensorflow.scan",
+    "tensorflow.map_fn", "tensorflow.foldl", "tensorflow.foldr", "tensorflow.nn.dynamic_rnn",
+    "tensorflow.nn.bidirectional_dynamic_rnn", "tensorflow.nn.raw_rnn", "tensorflow.nn.static_state_saving_rnn",
+}
+
+
+def call_kind(call: cst.Call, qn) -> str:
+    name = tf_name(call, qn)
+    if name is not None:
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf in _STATE_LEAVES:
+            return "state"
+        if leaf in _COLLECT_LEAVES or name.startswith(("tensorflow.losses.", "tensorflow.summary.")):
+            return "collect"
+        if name in _NOOP:
+            return "noop"
+        if name in _LEAF:
+            return "leaf"
+        return "tf"
+    names = _qnames(call.func, qn)
+    if any(n == "numpy" or n.startswith("numpy.") for n in names):
+        return "numpy"
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in _PURE_BUILTINS and func.value in dir(builtins) \
+            and (not names or f"builtins.{func.value}" in names or func.value in names):
+        return "builtin"
+    if isinstance(func, cst.Attribute) and func.attr.value in _PURE_METHODS:
+        return "builtin"
+    return "project"
+
+
+def _qnames(node, qn) -> set:
+    try:
+        got = qn.get(node, set())
+        if callable(got):
+            got = got()
+    except KeyError:
+        return set()
+    return {q.name for q in got}
+
+
+def calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls a statement makes when it runs (not those in nested defs and lambdas)."""
+    out: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n):
+            out.append(n)
+
+        def visit_FunctionDef(self, n):
+            for d in n.decorators:
+                d.visit(self)
+            for p in _params(n.params):
+                if p.default is not None:
+                    p.default.visit(self)
+            return False
+
+        def visit_Lambda(self, n):
+            return False
+
+        def visit_ClassDef(self, n):
+            return False
+
+    node.visit(V())
+    return out
+
+
+def _params(params: cst.Parameters) -> list:
+    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            out.append(star)
+    return out
+
+
+def param_names(fn: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in _params(fn.params)]
+
+
+def kinds_of(node: cst.CSTNode, qn) -> frozenset:
+    return frozenset(call_kind(c, qn) for c in calls_in(node))
+
+
+def is_fresh(value: Optional[cst.BaseExpression], qn) -> bool:
+    """A new tensor that no code before this expression could have used: the result of a
+    TF op, TF constructor or tensor arithmetic, never an alias, an element or a lookup."""
+    if isinstance(value, cst.Call):
+        name = tf_name(value, qn)
+        return call_kind(value, qn) in ("tf", "leaf") and name not in _MAY_RETURN_INPUT
+    if isinstance(value, cst.BinaryOperation):
+        return not (_literal(value.left) and _literal(value.right))
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        return not _literal(value.expression)
+    return False
+
+
+def _literal(e: cst.BaseExpression) -> bool:
+    if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
+        return True
+    if isinstance(e, cst.UnaryOperation):
+        return _literal(e.expression)
+    return isinstance(e, cst.BinaryOperation) and _literal(e.left) and _literal(e.right)
+
+
+def is_inert(stmt: cst.CSTNode, fx, kinds: frozenset, imported: set, shadowed: frozenset = frozenset()) -> bool:
+    """Its value reads no program names (only imports, builtins, literals) and it calls
+    nothing that reaches program state: it cannot make an op that consumes a source.
+    ``shadowed``: builtin names the program rebinds (``input = tf.Variable(...)``)."""
+    if kinds & {"project", "state", "collect"}:
+        return False
+    ok = (imported | BUILTINS) - shadowed
+    if isinstance(stmt, cst.SimpleStatementLine):
+        if not all(isinstance(s, (cst.Assign, cst.AnnAssign, cst.Import, cst.ImportFrom, cst.Pass)) or
+                   (isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString)))
+                   for s in stmt.body):
+            return False
+        return all(r.split(".")[0] in ok for r in fx.reads)
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        # a def computes nothing where it stands; its decorators and defaults do
+        heads = [d.decorator for d in stmt.decorators]
+        if isinstance(stmt, cst.FunctionDef):
+            heads += [p.default for p in _params(stmt.params) if p.default is not None]
+        else:
+            heads += [a.value for a in stmt.bases] + [a.value for a in stmt.keywords]
+        return all(r.split(".")[0] in ok for h in heads for r in effects(h).reads)
+    return False
+
+
+def value_kind(v: Optional[cst.BaseExpression], qn, one_output) -> str:
+    """"list", "tensor" or "unknown" for a value bound to a source name."""
+    if isinstance(v, (cst.List, cst.Tuple, cst.ListComp)):
+        return "list"
+    if isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)):
+        return "tensor"
+    if isinstance(v, cst.Attribute) and v.attr.value in LIST_ATTRS:
+        return "list"
+    if isinstance(v, cst.Call):
+        name = tf_name(v, qn)
+        if name in LIST_RETURNING or dotted(v.func) == "list":
+            return "list"
+        if name in TENSOR_CONSTRUCTORS or (name is not None and one_output(name)):
+            return "tensor"
+    return "unknown"  # e.g. nest.flatten(...), a layer: tf.nest.flatten keeps the list contract
+
+
+class Closedness:
+    """Is a module-level function *closed*: does everything it returns come from its
+    arguments, module constants and ops it makes itself (no cached or global tensor)?"""
+
+    def __init__(self, defs: dict, constants: set, imported: set, qn) -> None:
+        self.defs = defs
+        self.constants = constants
+        self.imported = imported
+        self.qn = qn
+        self.cache: dict[str, bool] = {}
+
+    def __call__(self, name: str) -> bool:
+        if name not in self.cache:
+            self.cache[name] = False  # recursion: not proven
+            node = self.defs.get(name)
+            self.cache[name] = isinstance(node, cst.FunctionDef) and self._check(node)
+        return self.cache[name]
+
+    def _check(self, fn: cst.FunctionDef) -> bool:
+        if fn.decorators:
+            return False  # lru_cache, property, ...: a decorator may cache or wrap
+        local = set(param_names(fn)) | effects(fn.body).writes
+        ok_roots = local | self.constants | self.imported | BUILTINS
+        for stmt_node in _walk_statements(fn.body):
+            if isinstance(stmt_node, (cst.Global, cst.Nonlocal)):
+                return False
+        fx = effects(fn.body)
+        for r in fx.data:
+            parts = r.split(".")
+            if parts[0] not in ok_roots:
+                return False
+            if parts[0] in local and len(parts) > 1 and parts[-1] not in META_ATTRS:
+                return False  # obj.features: maybe a tensor built earlier
+        for call in calls_in(fn.body):
+            kind = call_kind(call, self.qn)
+            if kind in ("tf", "leaf", "noop", "builtin", "numpy"):
+                continue
+            if kind == "state" and tf_name(call, self.qn) in ("tensorflow.get_variable",):
+                continue  # a variable is a leaf: ops on it are made here
+            if kind == "project" and isinstance(call.func, cst.Name) and call.func.value in self.defs \
+                    and call.func.value not in local and self(call.func.value):
+                continue
+            return False
+        return True
+
+
+def _walk_statements(node: cst.CSTNode) -> list:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n):
+            out.append(n)
+            return True
+
+    node.visit(V())
+    return out
+
+
+def module_constants(variables: dict, defs: dict, imported: set, qn) -> set:
+    """Module-level names bound only to defs/classes or to values that read no program
+    names and call nothing that reaches program state."""
+    ok = imported | BUILTINS
+    out = set(defs)
+    for name, vals in variables.items():
+        if name in defs:
+            continue
+        if vals and all(v is not None and all(r.split(".")[0] in ok for r in effects(v).reads)
+                        and not (kinds_of(v, qn) & {"project", "state", "collect"}) for v in vals):
+            out.add(name)
+    return out | imported
