@@ -103,19 +103,19 @@ def _bindings(scope: ast.AST, name: str) -> list:
     return out
 
 
-def constant_like(expr: Optional[ast.AST], scope: Optional[ast.AST], module: ast.Module, depth: int = 0) -> bool:
+def constant_like(expr: Optional[ast.AST], scope: Optional[ast.AST], module: ast.Module, hops: int = 0) -> bool:
     """Built from literals only: a literal, a constructor of literals, or a name bound once
-    (in the caller's scope or at module level) to one."""
-    if expr is None or depth > 3:
-        return expr is None and depth == 0
+    (in the caller's scope or at module level) to one.  ``hops`` counts names followed."""
+    if expr is None:
+        return hops == 0  # an absent default
     if isinstance(expr, ast.Constant):
         return True
     if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
-        return all(constant_like(e, scope, module, depth + 1) for e in expr.elts)
+        return all(constant_like(e, scope, module, hops) for e in expr.elts)
     if isinstance(expr, ast.UnaryOp):
-        return constant_like(expr.operand, scope, module, depth + 1)
+        return constant_like(expr.operand, scope, module, hops)
     if isinstance(expr, ast.BinOp):
-        return constant_like(expr.left, scope, module, depth + 1) and constant_like(expr.right, scope, module, depth + 1)
+        return constant_like(expr.left, scope, module, hops) and constant_like(expr.right, scope, module, hops)
     if isinstance(expr, ast.Attribute):
         return _is_module_attr(expr)  # tf.float32, np.pi
     if isinstance(expr, ast.Call):
@@ -123,13 +123,13 @@ def constant_like(expr: Optional[ast.AST], scope: Optional[ast.AST], module: ast
         leaf = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
         if leaf not in _CONSTANT_CALLS:
             return False
-        return all(constant_like(a, scope, module, depth + 1) for a in expr.args) and \
-            all(constant_like(k.value, scope, module, depth + 1) for k in expr.keywords)
-    if isinstance(expr, ast.Name):
+        return all(constant_like(a, scope, module, hops) for a in expr.args) and \
+            all(constant_like(k.value, scope, module, hops) for k in expr.keywords)
+    if isinstance(expr, ast.Name) and hops < 4:
         for where in ([scope] if scope is not None and scope is not module else []) + [module]:
             vals = _bindings(where, expr.id)
             if vals:
-                return len(vals) == 1 and vals[0] is not None and constant_like(vals[0], where, module, depth + 1)
+                return len(vals) == 1 and vals[0] is not None and constant_like(vals[0], where, module, hops + 1)
         return False
     return False
 

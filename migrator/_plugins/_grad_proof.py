@@ -152,6 +152,8 @@ class Prover:
             raise Refuse("TFG120", self._outside_ys_reason(name))
         written: set = set()
         for i in sorted(S):
+            if isinstance(self.flat[i].orig, (cst.FunctionDef, cst.ClassDef)):
+                continue  # a def reads its names when it is called, not where it stands
             comes_in = {key for key in c.ys_keys if key in self.flat[i].fx.reads and not touches(written, {key})}
             if comes_in:
                 name = sorted(comes_in)[0]
@@ -275,6 +277,7 @@ class Prover:
                 tainted |= it.fx.writes
             else:
                 tainted -= it.fx.assigns  # rebound from values that are not the sources
+            tainted |= {src.key for src in sources if self._bind_at(src.key, c.item) == i}
         if touches(tainted, set(c.ys_keys)):
             c.proof.append(f"inside the tape, `{', '.join(sorted(c.ys_keys))}` is computed from the sources")
             return
@@ -285,8 +288,11 @@ class Prover:
             c.proof.append(f"`{', '.join(sorted(c.ys_keys))}` is not computed from {srcs}, and nothing it reads can "
                            "depend on them: None for every source, before and after")
             return
-        raise Refuse("TFG130", f"`{', '.join(sorted(c.ys_keys))}` reaches {srcs} only through {names}, made outside "
-                               f"this block; {self._where_to_open(named[0] if named else 'it')}")
+        func = self.scope.func.name.value if self.scope.func is not None else None
+        where = (f"in the method or the caller of `{func}` that builds them" if func else "around the lines that build them")
+        raise Refuse("TFG130", f"`{', '.join(sorted(c.ys_keys))}` reaches {srcs} only through values made outside "
+                               f"this block ({names}); open the tf.GradientTape where those are computed ({where}), "
+                               "watch the sources there, and take the gradient from that tape")
 
     def _independent(self, c: Call, r: str, s: int, at: int, keys: set, all_fresh: bool) -> None:
         an, sc = self.an, self.scope
@@ -404,9 +410,7 @@ class Prover:
             value = self._binding_value(j, src.key)
             single = it.orig is None or (isinstance(it.orig, cst.SimpleStatementLine) and len(it.orig.body) == 1)
             if value is None or not single:
-                raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)} in a way the tape cannot watch "
-                                       "right after (a compound statement, an unpacking or several statements on "
-                                       "one line); bind it alone on its own line first")
+                raise Refuse("TFG133", self._unwatchable(src.key, j))
             if fresh.get(src.key) is None and any(not self.flat[i].inert for i in range(s, j)):
                 raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)} from an existing value, "
                                        "which the lines before it in the tape may already use; watch it before "
@@ -418,6 +422,23 @@ class Prover:
         if c.kind == "hess" and dotted(c.xs) is not None and self._source_kind(dotted(c.xs), k) != "tensor":
             raise Refuse("TFG124", f"cannot tell that `{dotted(c.xs)}` is one tensor; pass tf.hessians a "
                                    "tensor bound by a TF call, or migrate by hand")
+
+    def _unwatchable(self, key: str, j: int) -> str:
+        """Why a source bound at item j cannot be watched right after its binding, and what to do."""
+        node, line = self.flat[j].orig, self.line(j)
+        small = node.body if isinstance(node, cst.SimpleStatementLine) else []
+        if len(small) > 1:
+            return f"`{key}` is bound at line {line} among several statements on one line; put it on a line of its own"
+        if small and isinstance(small[0], cst.Assign) and isinstance(small[0].value, cst.Call):
+            fn = self._code(small[0].value.func)
+            return (f"`{key}` comes out of `{fn}(...)` at line {line} together with values made from it there, "
+                    f"before any watch can run; make `{key}` first and pass it to `{fn}`, or open the tape inside "
+                    f"`{fn}` right after `{key}` is made")
+        if small:
+            return f"`{key}` is bound at line {line} by an unpacking; bind it alone on its own line first"
+        kind = type(node).__name__.lower()
+        return (f"`{key}` is bound inside the `{kind}` statement at line {line}, where the ops using it may run "
+                "before a watch could; bind it before that statement")
 
     def _watch_bound_after(self, c: Call, src: Source, j: int, s: int, fresh: dict) -> None:
         """A source bound after the targets: a new tensor is unconnected in both worlds; a name

@@ -410,7 +410,7 @@ class GradientRewrite:
             fn = call.func
             if isinstance(fn, cst.Name) and fn.value in self.find.defs and fn.value not in seen:
                 seen.add(fn.value)
-                found = self._v1_control_flow(self.find.defs[fn.value], seen)
+                found = self._v1_control_flow(self.find.defs[fn.value].body, seen)
                 if found:
                     return f"{found}` inside `{fn.value}"
         return None
