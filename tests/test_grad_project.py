@@ -1,0 +1,150 @@
+"""Tape proofs that need the project around a file: callers, imports, patches, notebooks."""
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+from migrator import runner
+from migrator.model import MANUAL, MIGRATED
+from migrator.notebook import migrate_notebook
+from migrator.pipeline import Options, RunIndex
+
+
+def write(root, name, text):
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def run(paths, unsafe=False):
+    opts = runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options(unsafe_fixes=unsafe))
+    return {os.path.basename(r.path): r for r in runner.run(paths, opts).results}
+
+
+GRAD_USER = """\
+    import tensorflow as tf
+
+    x = tf.constant([1.0, 2.0])
+    y = tf.reduce_sum(x * x)
+    g = tf.gradients(y, x)
+    """
+
+
+def test_a_patch_in_a_module_outside_the_run_keeps_every_call(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "pkg/patch.py", """\
+        import tensorflow as tf
+        import memory_saving_gradients
+        tf.__dict__["gradients"] = memory_saving_gradients.gradients_memory
+        """)
+    user = write(tmp_path, "pkg/train.py", GRAD_USER)
+    (site,) = run([user])["train.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG131") and "patch.py:3" in site.reason
+
+
+def test_an_override_in_an_imported_module_outside_the_run_is_read_from_disk(tmp_path):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "nets/layers.py", """\
+        import tensorflow as tf
+
+        def binarize(x):
+            with tf.get_default_graph().gradient_override_map({"Sign": "Identity"}):
+                return tf.sign(x)
+        """)
+    write(tmp_path, "nets/__init__.py", "")
+    user = write(tmp_path, "train.py", """\
+        import tensorflow as tf
+        from nets.layers import binarize
+
+        x = tf.constant([1.0, -2.0])
+        y = tf.reduce_sum(binarize(x) * x)
+        g = tf.gradients(y, x)
+        """)
+    (site,) = run([user])["train.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG122") and "layers.py" in site.reason
+    # in the same run, the override is migrated first and the tape is then right
+    res = run([str(tmp_path / "nets" / "layers.py"), user])
+    assert [s.status for s in res["train.py"].sites] == [MIGRATED]
+
+
+def test_a_caller_inside_an_override_block_refuses_the_tape(tmp_path):
+    lib = write(tmp_path, "saliency.py", """\
+        import tensorflow as tf
+
+        def saliency(x):
+            y = tf.reduce_sum(tf.nn.relu(x * 2.0))
+            return tf.gradients(y, x)[0]
+        """)
+    write(tmp_path, "main.py", """\
+        import tensorflow as tf
+        from saliency import saliency
+
+        G = tf.get_default_graph()
+        with G.gradient_override_map({"Relu": "GuidedRelu"}):
+            s = saliency(tf.constant([1.0, -1.0]))
+        """)
+    (site,) = run([lib])["saliency.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG122") and "main.py:6" in site.reason
+
+
+def test_callers_in_other_files_prove_or_refute_a_parameter(tmp_path):
+    lib = write(tmp_path, "attack.py", """\
+        import tensorflow as tf
+
+        def step(x, target):
+            loss = tf.reduce_sum(tf.square(tf.tanh(x) - target))
+            return tf.gradients(loss, x)[0]
+        """)
+    good = write(tmp_path, "good.py", """\
+        import tensorflow as tf
+        import attack
+
+        t = tf.constant([0.5, 0.5])
+        d = attack.step(tf.constant([1.0, 2.0]), t)
+        """)
+    (site,) = run([lib, good])["attack.py"].sites
+    assert site.status == MIGRATED and any("`target` cannot depend on `x`" in p for p in site.proof)
+    write(tmp_path, "bad.py", """\
+        import tensorflow as tf
+        from attack import step as attack_step
+
+        x = tf.constant([1.0, 2.0])
+        d = attack_step(x, x * 0.5)
+        """)
+    (site,) = run([lib, good], unsafe=True)["attack.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG130") and "bad.py:5" in site.reason
+
+
+def test_an_unsafe_fix_is_reported_with_its_assumption(tmp_path):
+    lib = write(tmp_path, "lib.py", """\
+        import tensorflow as tf
+
+        def grad(x, w):
+            y = tf.reduce_sum(x * w)
+            return tf.gradients(y, x)
+        """)
+    (site,) = run([lib])["lib.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG129") and "parameter `w` does not depend on `x`" in site.reason
+    opts = runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options(unsafe_fixes=True))
+    result = runner.run([lib], opts)
+    (site,) = result.results[0].sites
+    assert site.unsafe and site.assumptions == [
+        "parameter `w` does not depend on `x` (no caller of `grad` in the project)"]
+    data = json.loads(json.dumps(site.to_json()))
+    assert data["assumptions"] == site.assumptions and data["proof"]
+    assert result.summary(runner.CHECK)["sites_unsafe"] == 1
+
+
+def test_a_tape_never_spans_notebook_cells():
+    cells = [
+        "import tensorflow as tf\nx = tf.constant([1.0, 2.0])\ny = tf.reduce_sum(x * x)\n",
+        "g = tf.gradients(y, x)\n",
+    ]
+    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": [], "execution_count": None}
+                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    text = json.dumps(nb, indent=1)
+    new, sites = migrate_notebook(text, "nb.ipynb", RunIndex(), Options())
+    assert new == text
+    assert [(s.status, s.code) for s in sites] == [(MANUAL, "TFG134")]
