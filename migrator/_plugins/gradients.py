@@ -188,11 +188,13 @@ class GradientRewrite:
         return frozenset(call_kind(c, self.qn) for c in calls_in(node))
 
     def one_output(self, name: str) -> bool:
-        """A public TF function whose traced op list ends in a single-output op."""
+        """A public TF function that returns one tensor: its trace made a single op with one
+        output (``tf.nn.moments`` ends in a one-output op too, but returns two tensors)."""
         from migrator import optable
 
         info = optable.function_info(name)
-        return bool(info and info["ops"] and info["ops"][-1].get("num_outputs") == 1)
+        return bool(info and info.get("single_op") and len(info["ops"]) == 1
+                    and info["ops"][0].get("num_outputs") == 1)
 
     def module_values(self, key: str) -> list:
         return list(self.find.variables.get(key, []))
