@@ -111,6 +111,9 @@ class RunIndex:
     root: Optional[str] = None
     #: the text of every indexed file as it was before the run (pass 2 may rewrite them)
     sources: dict[str, str] = field(default_factory=dict)
+    #: where the project replaces tf.gradients (migrator.project), found once per run;
+    #: None until asked
+    gradients_patches: Optional[list] = None
 
     def add_file(self, path: str, source: str) -> None:
         self.sources[path] = source

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
@@ -27,6 +28,8 @@ ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 #: project then say "unknown" (and the rewrite that needed them is refused)
 MAX_FILES = 20000
 MAX_BYTES = 5 * 1024 * 1024
+#: text that may rebind ``gradients`` on a module (confirmed with ast before it counts)
+PATCH_HINT = r"""\.gradients\s*=[^=]|["']gradients["']\s*\]\s*=|setattr\(|__dict__\.update"""
 
 
 def find_root(paths: Iterable[str]) -> Optional[str]:
@@ -73,7 +76,7 @@ class Project:
         self._files: Optional[list[str]] = None
         self._text: dict[str, Optional[str]] = {}
         self._trees: dict[str, Optional[ast.Module]] = {}
-        self._grep: dict[bytes, list[str]] = {}
+        self._grep: dict[tuple, list[str]] = {}
 
     # -- files ------------------------------------------------------------
     def files(self) -> Optional[list[str]]:
@@ -116,19 +119,22 @@ class Project:
                 self._trees[path] = None
         return self._trees[path]
 
-    def grep(self, needle: bytes) -> Optional[list[str]]:
-        """Project files whose text contains ``needle`` (None: project too big)."""
-        if needle not in self._grep:
+    def grep(self, needle: bytes, pattern: Optional[str] = None) -> Optional[list[str]]:
+        """Project files whose text contains ``needle`` (and matches the regex ``pattern``,
+        when given); None when the project is too big to scan."""
+        key = (needle, pattern)
+        if key not in self._grep:
             files = self.files()
             if files is None:
                 return None
+            word, regex = needle.decode(), re.compile(pattern) if pattern else None
             hits = []
             for p in files:
                 text = self.text(p)
-                if text is not None and needle.decode() in text:
+                if text is not None and word in text and (regex is None or regex.search(text)):
                     hits.append(p)
-            self._grep[needle] = hits
-        return self._grep[needle]
+            self._grep[key] = hits
+        return self._grep[key]
 
     # -- imports ----------------------------------------------------------
     def resolve(self, module: str, level: int, importer: str) -> Optional[str]:
@@ -176,7 +182,7 @@ class Project:
     # -- facts ------------------------------------------------------------
     def gradients_patches(self) -> Optional[list[Location]]:
         """Statements anywhere in the project that replace ``tf.gradients`` (None: unknown)."""
-        hits = self.grep(b"gradients")
+        hits = self.grep(b"gradients", PATCH_HINT)
         if hits is None:
             return None
         out: list[Location] = []
@@ -199,7 +205,7 @@ class Project:
         the project; None when some use of it is not a plain call (passed as a value,
         star-imported, re-exported) or the project could not be scanned."""
         path = os.path.abspath(path)
-        hits = self.grep(func.encode())
+        hits = self.grep(func.encode(), rf"\b{re.escape(func)}\b")
         if hits is None:
             return None
         out: list[CallSite] = []

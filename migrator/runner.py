@@ -21,7 +21,7 @@ from typing import Callable, Optional
 from migrator import files
 from migrator.model import MANUAL, OVERRIDE_MAP, PY_FUNC_GRADIENT, REGISTER_GRADIENT, FileResult
 from migrator.pipeline import Options, RunIndex, may_have_sites, module_names_for
-from migrator.project import find_root
+from migrator.project import Project, find_root
 
 WRITE, DIFF, CHECK = "write", "diff", "check"
 OVERRIDE_KINDS = frozenset({OVERRIDE_MAP, REGISTER_GRADIENT, PY_FUNC_GRADIENT})
@@ -147,6 +147,8 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
             continue
         index.merge(part)
         (first if overrides else rest).append(path)
+    if len(first) + len(rest) > len(index.quiet_paths):  # some file may hold a gradient call
+        index.gradients_patches = Project(index.root, index.sources).gradients_patches()
     for res in _map(first, index, run_opts, progress):
         results[res.path] = res
         if res.error or any(s.kind in OVERRIDE_KINDS and s.status == MANUAL for s in res.sites):

@@ -157,15 +157,15 @@ class Prover:
             comes_in = {key for key in c.ys_keys if key in self.flat[i].fx.reads and not touches(written, {key})}
             if comes_in:
                 name = sorted(comes_in)[0]
-                raise Refuse("TFG120", f"`{name}` comes into this block from outside (line {self.line(i)} rebinds "
-                                       f"it from its own earlier value); {self._where_to_open(name)}")
+                raise Refuse("TFG120", self._outside_ys_reason(name, read_at=self.line(i)))
             written |= self.flat[i].fx.writes
         if all(self.flat[i].inert for i in S):
             raise Refuse("TFG126", f"`{', '.join(sorted(c.ys_keys))}` is computed from literals only in this block, "
                                    "so no source can reach it; check the call")
         return S
 
-    def _outside_ys_reason(self, name: str) -> str:
+    def _outside_ys_reason(self, name: str, read_at: Optional[int] = None) -> str:
+        """Why the targets come from outside the block, and where to open the tape instead."""
         root = name.split(".")[0]
         sc = self.scope
         if sc.func is not None and root in sc.params:
@@ -176,6 +176,8 @@ class Prover:
             what = f"`{name}` is computed outside the block that holds the call"
         else:
             what = f"`{name}` comes from outside this function"
+        if read_at is not None:
+            what += f" (line {read_at} uses that value before this block rebinds `{name}`)"
         return f"{what}; {self._where_to_open(name)}"
 
     def _where_to_open(self, name: str) -> str:

@@ -307,7 +307,9 @@ class GradientRewrite:
 
     # -- checks outside the data flow ---------------------------------------------
     def _file_refusal(self) -> Optional[Refuse]:
-        patches = self.project.gradients_patches()
+        patches = self.ctx.index.gradients_patches
+        if patches is None:
+            patches = self.project.gradients_patches()
         if patches:
             where = f"{os.path.basename(patches[0].path)}:{patches[0].line}"
             return Refuse("TFG131", f"tf.gradients is replaced at {where}; a tape would bypass that wrapper. "
