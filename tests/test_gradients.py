@@ -715,3 +715,25 @@ def test_a_caller_computing_a_parameter_from_the_source_is_a_hard_refusal():
     s = only(sites)
     assert out == textwrap.dedent(src) and s.code == "TFG130"
     assert "computes `logits` from `x`" in s.reason
+
+
+def test_a_global_container_filled_by_a_project_function_is_inside_the_tape():
+    out, sites = migrate(
+        """\
+        import tensorflow as tf
+
+        x = tf.constant([1.0, 2.0])
+        cache = {}
+
+
+        def build():
+            cache["h"] = x * 2.0
+
+
+        build()
+        y = tf.reduce_sum(cache["h"] * 3.0)
+        g = tf.gradients(y, x)
+        """
+    )
+    assert only(sites).status == MIGRATED
+    assert "with tf.GradientTape() as tape:\n    tape.watch(x)\n    build()\n    y = " in out

@@ -20,9 +20,11 @@ from migrator.tfnames import dotted
 BlockNode = Union[cst.Module, cst.IndentedBlock]
 
 
-def item_for(an, stmt: cst.CSTNode, shadowed: set) -> Item:
+def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset()) -> Item:
     """A statement with its data flow, widened for the calls it makes: code of the project
-    (or a graph collection) may read and write program state and mutate its arguments."""
+    (or a graph collection) may read and write program state and mutate its arguments.
+    Program state is also what a line reads through an attribute or a module-level name
+    bound to a mutable object (``cache["h"]``: a project function may have filled it)."""
     fx = effects(stmt)
     fx = Effects(set(fx.reads), set(fx.writes), set(fx.assigns), set(fx.data))
     kinds = an.kinds(stmt)
@@ -36,7 +38,9 @@ def item_for(an, stmt: cst.CSTNode, shadowed: set) -> Item:
                     if key is not None and key not in fx.writes:
                         maybe.add(key)  # the callee may mutate what it is given
         fx.writes |= maybe
-    if kinds & {"project", "state"} or any("." in r and r.split(".")[0] not in an.imported for r in fx.data):
+    if kinds & {"project", "state"} or any(
+            ("." in r and r.split(".")[0] not in an.imported)
+            or (r.split(".")[0] not in local and an.mutable_global(r.split(".")[0])) for r in fx.data):
         fx.reads.add(STATE)
     inert = is_inert(stmt, fx, kinds, an.imported - shadowed, frozenset(shadowed))
     return Item(stmt, fx, inert, kinds=kinds, maybe_mutates=frozenset(maybe))
@@ -70,12 +74,14 @@ class BlockPlanner:
         an = self.an
         shadowed = scope.locals | set(an.find.variables) | set(an.find.defs)
         index = {id(s): i for i, s in enumerate(block.body)}
-        slots: list[list[Item]] = [[item_for(an, stmt, shadowed)] for stmt in block.body]
+        local = frozenset(scope.locals)
+        slots: list[list[Item]] = [[item_for(an, stmt, shadowed, local)] for stmt in block.body]
         for stmt, c in members:
             k = index[id(stmt)]
             if c.refused is not None:
                 slots[k][-1].calls.append(c)
                 continue
+            self.scope_locals = scope.locals
             slots[k] = self._generated(c, shadowed) + slots[k]
             slots[k][-1].calls.append(c)
         flat = [it for s in slots for it in s]
@@ -114,7 +120,7 @@ class BlockPlanner:
         keys = chain_items(ys) if not isinstance(ys, cst.Tuple) else None
         if keys is None:
             name = an.names.fresh(_readable(ys))
-            it = item_for(an, ys, shadowed)
+            it = item_for(an, ys, shadowed, frozenset(self.scope_locals))
             it.fx.writes = {name}
             it.fx.assigns = {name}
             it.orig, it.hoist, it.owner, it.inert = None, (name, ys), c, False

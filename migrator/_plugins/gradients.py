@@ -44,7 +44,7 @@ from migrator._plugins._grad_find import (
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
 from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
-    V1_CONTROL_FLOW, Closedness, call_kind, calls_in, module_constants, param_names,
+    V1_CONTROL_FLOW, Closedness, call_kind, calls_in, is_fresh, module_constants, param_names,
 )
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
@@ -198,6 +198,14 @@ class GradientRewrite:
 
     def module_values(self, key: str) -> list:
         return list(self.find.variables.get(key, []))
+
+    def mutable_global(self, name: str) -> bool:
+        """A module-level name bound to something code elsewhere may mutate in place (a list,
+        a dict, an object), not only to tensors and literals."""
+        vals = self.find.variables.get(name)
+        if not vals or name in self.find.defs:
+            return False
+        return not all(v is not None and (is_fresh(v, self.qn) or _literal_value(v)) for v in vals)
 
     @property
     def project(self):
@@ -418,6 +426,18 @@ class GradientRewrite:
                 if found:
                     return f"{found}` inside `{fn.value}"
         return None
+
+
+def _literal_value(v: cst.BaseExpression) -> bool:
+    if isinstance(v, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if isinstance(v, cst.Name):
+        return v.value in ("None", "True", "False")
+    if isinstance(v, cst.UnaryOperation):
+        return _literal_value(v.expression)
+    if isinstance(v, cst.Tuple):
+        return all(_literal_value(e.value) for e in v.elements)
+    return False
 
 
 def _qn(qn, node) -> set:
