@@ -737,3 +737,25 @@ def test_a_global_container_filled_by_a_project_function_is_inside_the_tape():
     )
     assert only(sites).status == MIGRATED
     assert "with tf.GradientTape() as tape:\n    tape.watch(x)\n    build()\n    y = " in out
+
+
+def test_an_in_place_append_through_an_alias_is_inside_the_tape():
+    out, sites = migrate(
+        """\
+        import tensorflow as tf
+
+
+        class M:
+            def __init__(self):
+                self.losses = []
+
+            def grads(self):
+                x = tf.constant([1.0, 2.0])
+                l = self.losses
+                l.append(tf.reduce_sum(x * 2.0))
+                loss = tf.add_n(self.losses)
+                return tf.gradients(loss, x)
+        """
+    )
+    assert only(sites).status == MIGRATED
+    assert "tape.watch(x)\n            l = self.losses\n            l.append(" in out

@@ -29,8 +29,11 @@ def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset(
     fx = Effects(set(fx.reads), set(fx.writes), set(fx.assigns), set(fx.data))
     kinds = an.kinds(stmt)
     maybe: set = set()
-    if kinds & {"project", "collect"}:
+    mutations = fx.writes - fx.assigns
+    if kinds & {"project", "collect"} or mutations:
+        # x.append(v) may fill an object that an attribute or a global also names
         fx.writes.add(STATE)
+    if kinds & {"project", "collect"}:
         for call in an.calls_in(stmt):
             if an.call_kind(call) == "project":
                 for a in call.args:
