@@ -67,6 +67,8 @@ CODES: dict[str, tuple[str, str]] = {
                "bind the source to a name on a line of its own before the ops that use it"),
     "TFG134": ("the tape would span several notebook cells",
                "move the forward pass and the gradient into one cell, or migrate by hand"),
+    "TFG135": ("the gradient reads TF1 graph collections (tf.trainable_variables, tf.get_collection, tf.losses.get_*), which are empty under TF2 eager",
+               "use the model's own lists (model.trainable_variables, model.losses), then re-run; a file that still runs under a Session keeps them"),
 }
 
 

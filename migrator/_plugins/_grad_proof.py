@@ -38,6 +38,7 @@ from migrator._plugins._grad_values import META_ATTRS, is_fresh, value_kind
 from migrator.tfnames import dotted
 
 STATE = "<state>"  # pseudo key: what the project's code may read and write besides names
+TRAINABLE = "<trainable variables>"  # pseudo key: the sources are every trainable variable
 
 
 @dataclass
@@ -118,7 +119,11 @@ class Prover:
         self._outside_values(c, S, s, e, sources, all_fresh)
         if not all_fresh:
             self._calls_build_afresh(c, S, s, e)
-        self._reaches(c, S, s, e, sources, all_fresh)
+        if any(src.key == TRAINABLE for src in sources):
+            c.proof.append("the sources are every trainable variable, read at the call as before; the tape watches "
+                           "each trainable variable the forward pass reads inside it")
+        else:
+            self._reaches(c, S, s, e, sources, all_fresh)
         self._watches(c, sources, s, e, k, fresh)
         self._grad_ys(c)
         c.sources = sources
@@ -202,10 +207,24 @@ class Prover:
 
     def _sources(self, c: Call, k: int) -> list[Source]:
         items = chain_items(c.xs)
+        if items is None and self._trainable_variables(c.xs):
+            # the list is read at the call, as tf.gradients read it; each element is a trainable
+            # variable, which a tape watches by itself wherever the forward pass reads it
+            return [Source(TRAINABLE, c.xs, after=-1)]
         if items is None:
             raise Refuse("TFG124", f"the sources `{self._code(c.xs)}` are not plain names or attributes: bind them "
                                    "to a name before the call")
         return [Source(key, expr) for key, expr in items]
+
+    def _trainable_variables(self, xs: cst.BaseExpression) -> bool:
+        """``tf.trainable_variables(...)`` or ``tf.get_collection(tf.GraphKeys.TRAINABLE_VARIABLES, ...)``."""
+        if not isinstance(xs, cst.Call):
+            return False
+        name = self.an.tf_name(xs)
+        if name == "tensorflow.trainable_variables":
+            return True
+        return name == "tensorflow.get_collection" and bool(xs.args) and \
+            (dotted(xs.args[0].value) or "").endswith("GraphKeys.TRAINABLE_VARIABLES")
 
     def _aliases(self, key: str, k: int, upto: Optional[int] = None) -> list:
         """Names a source bound to a list of names stands for (``params = [w, b]``) until they
@@ -393,6 +412,8 @@ class Prover:
     # -- watches --------------------------------------------------------------
     def _watches(self, c: Call, sources: list, s: int, e: int, k: int, fresh: dict) -> None:
         for src in sources:
+            if src.key == TRAINABLE:
+                continue
             j = self._bind_at(src.key, k)
             if fresh.get(src.key) is None:
                 changed = [i for i in range(max(s, (j if j is not None else -1) + 1), k) if not self.flat[i].dead

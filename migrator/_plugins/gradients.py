@@ -356,6 +356,8 @@ class GradientRewrite:
             if helper:
                 raise Refuse("TFG122", f"`{helper}` enters gradient_override_map around these ops; a tape would "
                                        "ignore that override: migrate the helper to tf.custom_gradient first")
+        if not self.find.session:
+            self._no_collections(c, flat, s, e)
         if self.find.session:
             for i in range(s, e + 1):
                 node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
@@ -381,6 +383,19 @@ class GradientRewrite:
                  f"open the tape in the caller of `{scope.func.name.value}`")
         return Refuse("TFG129", "the tape is right only if " + "; and ".join(c.assumptions) +
                       f". If that holds, re-run with --unsafe-fixes; otherwise {where}")
+
+    def _no_collections(self, c: Call, flat: list, s: int, e: int) -> None:
+        """Outside a Session script the code runs in TF2, where graph collections are empty: a
+        tape over them would silently see no sources or miss loss terms."""
+        nodes = [c.xs] + [flat[i].orig if flat[i].orig is not None else flat[i].hoist[1]
+                          for i in range(s, e + 1) if flat[i].orig is not None or flat[i].hoist]
+        for node in nodes:
+            for call in calls_in(node) + ([node] if isinstance(node, cst.Call) else []):
+                if call_kind(call, self.qn) == "state" and \
+                        self.tf_name(call) not in ("tensorflow.get_variable", "tensorflow.get_local_variable"):
+                    raise Refuse("TFG135", f"`{self.code(call.func)}(...)` reads a TF1 graph collection, which is "
+                                           "empty under TF2 eager, where a tape here would run; use the model's own "
+                                           "list (model.trainable_variables, model.losses) instead, then re-run")
 
     def _with_items(self, c: Call, flat: list, s: int, e: int) -> list:
         """Context managers around the call (in its function) and inside the region."""
