@@ -340,7 +340,8 @@ REFUSALS = [
     ("TFG120", "def step(loss, var_list):\n    loss = loss * 0.5\n    return tf.gradients(loss, var_list)\n"),
     ("TFG130", "def jac(output, xs):\n    def loop_fn(i):\n        y = tf.gather(output, i)\n        return tf.gradients(y, xs)\n    return loop_fn\n"),
     ("TFG130", "class M:\n    def grads(self, x):\n        y = self.h * x\n        return tf.gradients(y, self.w)\n"),
-    ("TFG125", "x = tf.constant(1.0)\nlosses = [x * 2.0, x * 3.0]\nfor loss in losses:\n    g = tf.gradients(loss, x)\n"),
+    ("TFG125", "x = tf.constant(1.0)\nlosses = [x * 2.0, x * 3.0]\nfor loss in losses:\n    g = tf.gradients(loss, x)\n"
+               "    x = x + 1.0\n"),
     ("TFG121", '@tf.RegisterGradient("G")\ndef _g(op, grad):\n    y = op.outputs[0] * 2.0\n    return tf.gradients(y, op.inputs[0])\n'),
     ("TFG121", "def body(i, x):\n    y = x * x\n    return i + 1, tf.gradients(y, x)[0]\n\n\nout = tf.while_loop(lambda i, x: i < 3, body, [0, tf.constant(1.0)])\n"),
     ("TFG121", "x = tf.constant(1.0)\nr = tf.cond(x > 0, lambda: tf.gradients(x * x, x)[0], lambda: x)\n"),

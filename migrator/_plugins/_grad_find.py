@@ -109,6 +109,8 @@ class Call:
     xs_kind: str = "tensor"  # a single source name: "tensor", "list" or "unknown"
     proof: list = field(default_factory=list)
     assumptions: list = field(default_factory=list)
+    #: set when the tape goes in an enclosing block (_grad_home): {"loop", "ys_keys", "over"}
+    lifted: Optional[dict] = None
 
 
 @dataclass
@@ -375,6 +377,10 @@ def check_context(c: Call, parents, find: Find) -> None:
     child = node
     cur = parent
     while cur is not None:
+        if isinstance(cur, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)) and \
+                child is cur.for_in and _in_outer_iter(node, cur.for_in, parents):
+            child, cur = cur, parents.get(cur)  # the outermost iterable runs once, where the statement runs
+            continue
         if isinstance(cur, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
             if id(cur) in find.graph_fn_nodes:
                 raise Refuse("TFG121", "the call is inside a function passed to tf.while_loop/tf.cond, which "
@@ -399,6 +405,15 @@ def check_context(c: Call, parents, find: Find) -> None:
     for a in c.node.args:
         if _contains(a.value, call_ids):
             raise Refuse("TFG128", "an argument holds another gradient call; bind its result to a name first")
+
+
+def _in_outer_iter(node: cst.CSTNode, for_in: cst.CompFor, parents) -> bool:
+    cur = node
+    while cur is not None and cur is not for_in:
+        if cur is for_in.iter:
+            return True
+        cur = parents.get(cur)
+    return False
 
 
 def _contains(expr: cst.CSTNode, ids: set) -> bool:

@@ -147,6 +147,8 @@ class BlockPlanner:
             c.ys_keys = {tname}
         else:
             c.ys_keys = ys_keys
+        if c.lifted is not None and c.lifted.get("ys_keys"):
+            c.ys_keys = set(c.lifted["ys_keys"])  # the targets are the elements of this list
         c.ys = ys_expr
         return pre
 

@@ -130,8 +130,15 @@ class Prover:
         if all_fresh:
             made = ", ".join(f"`{sk}` (line {self.line(fresh[sk])})" for sk in sorted(fresh))
             c.proof.insert(0, f"sources made by a TF op on this block's lines, so no earlier code used them: {made}")
-        c.proof.insert(0, f"the tape spans lines {self.line(s)}–{self.line(e)}: every line whose result (names, "
-                          "objects, graph state) reaches the targets")
+        span = f"line {self.line(s)}" if self.line(s) == self.line(e) else f"lines {self.line(s)}–{self.line(e)}"
+        c.proof.insert(0, f"the tape spans {span}: every line whose result (names, objects, graph state) reaches "
+                          "the targets")
+        if c.lifted is not None:
+            over = c.lifted["over"]
+            kind = type(over).__name__.lower()
+            c.proof.append(f"the call sits in the `{kind}` at line {self.an.line(over)}, which rebinds neither the "
+                           "targets nor the sources: the tape opens around the forward pass before it"
+                           + (" (persistent: one gradient per iteration)" if c.lifted.get("loop") else ""))
 
     def _slice(self, c: Call, k: int) -> list[int]:
         need = set(c.ys_keys)

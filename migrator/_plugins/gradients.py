@@ -41,6 +41,7 @@ from migrator._plugins._grad_callers import (
 from migrator._plugins._grad_find import (
     Call, Find, Item, Refuse, check_context, may_have_candidates, parse_args,
 )
+from migrator._plugins._grad_home import home
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
 from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
@@ -108,7 +109,7 @@ class GradientRewrite:
                 c.refused = file_refusal
         by_block: dict[int, tuple] = {}
         for c in self.calls:
-            stmt, block = self._stmt_block(c.node)
+            stmt, block = home(c, self.parents)
             by_block.setdefault(id(block), (block, []))[1].append((stmt, c))
         # plan inner blocks first (their refusals freeze statements of outer blocks),
         # then name tapes outer first (inner blocks must not reuse a name alive around them)

@@ -1,0 +1,128 @@
+"""Which block a gradient call's tape belongs to.
+
+Usually the block that holds the call.  When the targets are computed in an
+enclosing block and the call merely sits inside an ``if``, ``with``, ``try``,
+``for`` or ``while`` there (``with tf.name_scope("grads"): g = tf.gradients(loss, x)``,
+``for loss in losses: grads.append(tf.gradients(loss, x)[0])``), the tape goes in
+the enclosing block, around the forward pass, and the call inside the compound
+statement becomes ``tape.gradient`` on it (a persistent tape when the statement
+is a loop).  That is sound when nothing between the forward pass and the call
+rebinds the targets or the sources: the compound statement's header and the
+lines before the call in it are checked here; the rest is the usual proof.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from migrator._plugins._dataflow import effects, touches
+from migrator._plugins._grad_find import Call, chain_items
+from migrator.tfnames import dotted
+
+_COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try)
+
+
+def home(c: Call, parents) -> tuple[cst.CSTNode, cst.BaseSuite]:
+    """(statement, block): the top-level statement of the tape's block that holds the call."""
+    stmt, block = _stmt_block(c.node, parents)
+    if c.refused is not None or c.kind == "hess":
+        return stmt, block
+    ys = chain_items(c.ys) if not isinstance(c.ys, cst.Tuple) else None
+    xs = chain_items(c.xs)
+    if ys is None or xs is None:
+        return stmt, block
+    ys_keys = {k for k, _ in ys}
+    src_keys = {k for k, _ in xs}
+    slice_keys: Optional[set] = None
+    loop = False
+    while True:
+        if _computed_before(block, stmt, slice_keys or ys_keys):
+            break
+        owner = _owner(block, parents)
+        if owner is None:
+            break
+        before = _lines_before(block, stmt)
+        if touches(before, ys_keys | src_keys | (slice_keys or set())):
+            break  # rebound between the forward pass and the call
+        header = _header_writes(owner)
+        if touches(header, src_keys):
+            break
+        if isinstance(owner, (cst.For, cst.While)):
+            # later lines of the body run before the next iteration's call too
+            body = effects(owner.body).writes - header
+            if touches(body, ys_keys | src_keys | (slice_keys or set())):
+                break
+        new_slice = slice_keys
+        if touches(header, ys_keys):
+            # `for loss in losses:` -- the targets are the elements of a list made before the loop
+            key = dotted(owner.iter) if isinstance(owner, cst.For) else None
+            if key is None or set(header) != set(ys_keys) or slice_keys is not None:
+                break
+            new_slice = {key}
+        outer_stmt, outer_block = _stmt_block(owner, parents)
+        if outer_block is None:
+            break
+        stmt, block, slice_keys = outer_stmt, outer_block, new_slice
+        loop = loop or isinstance(owner, (cst.For, cst.While))
+        c.lifted = {"loop": loop, "ys_keys": slice_keys, "over": owner}
+    if c.lifted is not None and c.lifted.get("loop"):
+        c.persistent = True  # one tape, one gradient per iteration
+    return stmt, block
+
+
+def _stmt_block(node: cst.CSTNode, parents):
+    cur: cst.CSTNode = node
+    while True:
+        parent = parents.get(cur)
+        if parent is None:
+            return cur, None
+        if isinstance(parent, (cst.Module, cst.IndentedBlock)):
+            return cur, parent
+        cur = parent
+
+
+def _owner(block, parents) -> Optional[cst.CSTNode]:
+    """The compound statement whose body (or else/except/finally) ``block`` is."""
+    cur = parents.get(block)
+    while cur is not None and not isinstance(cur, _COMPOUND):
+        if isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Module, cst.IndentedBlock)):
+            return None
+        cur = parents.get(cur)
+    if isinstance(cur, cst.If):  # an elif is an If nested in another If's orelse: take the outermost
+        while isinstance(parents.get(cur), cst.Else) or (
+                isinstance(parents.get(cur), cst.If) and parents.get(cur).orelse is cur):
+            up = parents.get(cur)
+            cur = parents.get(up) if isinstance(up, cst.Else) else up
+    return cur
+
+
+def _computed_before(block, stmt, keys: set) -> bool:
+    written: set = set()
+    for s in block.body:
+        if s is stmt:
+            break
+        written |= effects(s).writes
+    return touches(written, keys)
+
+
+def _lines_before(block, stmt) -> set:
+    out: set = set()
+    for s in block.body:
+        if s is stmt:
+            break
+        out |= effects(s).writes
+    return out
+
+
+def _header_writes(owner: cst.CSTNode) -> set:
+    if isinstance(owner, cst.For):
+        return effects(cst.Assign([cst.AssignTarget(owner.target)], owner.iter)).writes
+    if isinstance(owner, cst.With):
+        out: set = set()
+        for item in owner.items:
+            out |= effects(item).writes
+        return out
+    if isinstance(owner, (cst.If, cst.While)):
+        return effects(owner.test).writes  # a walrus in the test
+    return set()
