@@ -111,6 +111,8 @@ class Call:
     assumptions: list = field(default_factory=list)
     #: set when the tape goes in an enclosing block (_grad_home): {"loop", "ys_keys", "over"}
     lifted: Optional[dict] = None
+    #: the sources are an expression of names (``[a[i], b]``, ``x + ys``): the tape watches the names
+    xs_leaves: bool = False
 
 
 @dataclass

@@ -111,6 +111,7 @@ class Prover:
         e = max(S)
         c.region = (s, e)
         self.sources_now = sources
+        self.src_text = f"`{self._code(c.xs)}`"
         self.keys = {src.key for src in sources} | {a for src in sources for a in self._aliases(src.key, k, s)}
         self.outside: list = []
         self.unproven: list = []
@@ -218,9 +219,15 @@ class Prover:
             # the list is read at the call, as tf.gradients read it; each element is a trainable
             # variable, which a tape watches by itself wherever the forward pass reads it
             return [Source(TRAINABLE, c.xs, after=-1)]
+        if items is None and c.kind == "grad" and _bindable(c.xs):
+            # `[a[part], b]`, `inputs + variables`: the call still reads the expression; the tape
+            # watches what it is made of (a list watches every element; a new op made by the
+            # expression itself, such as a slice of a tensor, is unconnected either way)
+            c.xs_leaves = True
+            return [Source(key, expr) for key, expr in _leaves(c.xs)]
         if items is None:
-            raise Refuse("TFG124", f"the sources `{self._code(c.xs)}` are not plain names or attributes: bind them "
-                                   "to a name before the call")
+            raise Refuse("TFG124", f"the sources `{self._code(c.xs)}` are not plain names, attributes or lists of "
+                                   "them: bind them to a name before the call")
         return [Source(key, expr) for key, expr in items]
 
     def _trainable_variables(self, xs: cst.BaseExpression) -> bool:
@@ -309,7 +316,7 @@ class Prover:
         if touches(tainted, set(c.ys_keys)):
             c.proof.append(f"inside the tape, `{', '.join(sorted(c.ys_keys))}` is computed from the sources")
             return
-        srcs = ", ".join(f"`{src.key}`" for src in sources)
+        srcs = self.src_text
         named = self.unproven or [r for r, _ in self.outside]
         names = ", ".join(f"`{r}`" for r in named[:3])
         if all_fresh or not c.assumptions:
@@ -325,7 +332,7 @@ class Prover:
     def _independent(self, c: Call, r: str, s: int, at: int, keys: set, all_fresh: bool) -> None:
         an, sc = self.an, self.scope
         root = r.split(".")[0]
-        srcs = ", ".join(f"`{k}`" for k in sorted(keys))
+        srcs = self.src_text
         if r == STATE:
             if not all_fresh:
                 self._assume(c, f"the state read at line {self.line(at)} (attributes, collections) holds no tensor "
@@ -447,7 +454,10 @@ class Prover:
                                        "its first use by hand")
             src.after = j
             c.proof.append(f"`{src.key}` is watched right after line {self.line(j)}, where it is made")
-        if c.kind == "grad" and dotted(c.xs) is not None:
+        if c.xs_leaves:
+            c.xs_kind = "list" if isinstance(c.xs, (cst.List, cst.Tuple)) else "unknown"
+            c.proof.append(f"the call reads `{self._code(c.xs)}` as before; the tape watches the values it is made of")
+        elif c.kind == "grad" and dotted(c.xs) is not None:
             c.xs_kind = self._source_kind(dotted(c.xs), k)
         if c.kind == "hess" and dotted(c.xs) is not None and self._source_kind(dotted(c.xs), k) != "tensor":
             raise Refuse("TFG124", f"cannot tell that `{dotted(c.xs)}` is one tensor; pass tf.hessians a "
@@ -510,6 +520,40 @@ class Prover:
                                        "list before the call")
             return kinds.pop() if len(kinds) == 1 else "unknown"
         return "unknown"
+
+
+def _bindable(xs: cst.BaseExpression) -> bool:
+    """A sources expression made only of names, attributes, list/tuple displays, ``+`` and
+    subscripts with literal or name indices (no call: the tape must be able to name, when it
+    opens, every value the expression can hand back)."""
+    if dotted(xs) is not None:
+        return True
+    if isinstance(xs, (cst.List, cst.Tuple)):
+        return bool(xs.elements) and all(not isinstance(el, cst.StarredElement) and _bindable(el.value)
+                                         for el in xs.elements)
+    if isinstance(xs, cst.BinaryOperation) and isinstance(xs.operator, cst.Add):
+        return _bindable(xs.left) and _bindable(xs.right)
+    if isinstance(xs, cst.Subscript):
+        return dotted(xs.value) is not None and all(
+            isinstance(el.slice, cst.Index) and (isinstance(el.slice.value, (cst.Integer, cst.SimpleString))
+                                                 or dotted(el.slice.value) is not None)
+            for el in xs.slice)
+    return False
+
+
+def _leaves(xs: cst.BaseExpression) -> list:
+    """[(key, expr)] of the names a sources expression is made of (``[y1] + grads`` -> y1, grads;
+    ``a[part]`` -> a)."""
+    key = dotted(xs)
+    if key is not None:
+        return [(key, xs)]
+    if isinstance(xs, (cst.List, cst.Tuple)):
+        return [kv for el in xs.elements for kv in _leaves(el.value)]
+    if isinstance(xs, cst.BinaryOperation):
+        return _leaves(xs.left) + _leaves(xs.right)
+    if isinstance(xs, cst.Subscript):
+        return _leaves(xs.value)
+    return []
 
 
 def _within(r: str, keys: set) -> bool:
