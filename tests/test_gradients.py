@@ -347,7 +347,7 @@ REFUSALS = [
     ("TFG121", "x = tf.constant(1.0)\nr = tf.cond(x > 0, lambda: tf.gradients(x * x, x)[0], lambda: x)\n"),
     ("TFG123", "a = tf.constant(2.0)\nb = 3.0 * a\nc = a + b\ng = tf.gradients(c, [a, b], stop_gradients=[b])\n"),
     ("TFG135", "w = tf.Variable(1.0)\nloss = w * w\ng = tf.gradients(loss, tf.trainable_variables())\n"),
-    ("TFG124", "x = tf.constant([1.0])\ny = x * x\ng = tf.gradients(y, x[0])\n"),
+    ("TFG124", "x = tf.constant([1.0])\ny = x * x\ng = tf.gradients(y, tf.unstack(x))\n"),
     ("TFG126", "x = tf.constant(1.0)\ny = tf.constant(2.0)\ng = tf.gradients(y, x)\n"),
     ("TFG128", "x = tf.constant(1.0)\ny = x * x\nargs = (y, x)\ng = tf.gradients(*args)\n"),
     ("TFG128", "x = tf.constant(1.0)\ny = x * x\ng = tf.gradients(y, x, foo=1)\n"),
