@@ -55,6 +55,8 @@ CODES: dict[str, tuple[str, str]] = {
                "compute the loss inside a tf.GradientTape"),
     "TFG128": ("gradient call form not supported (unknown arguments, starred arguments, or used as a value)",
                "rewrite this call by hand with tf.GradientTape"),
+    "TFG129": ("gradient API called inside an IPython magic or shell line of a notebook (`%time ...`), which is never rewritten",
+               "move the call onto a plain Python line of the cell, then re-run"),
 }
 
 
