@@ -53,13 +53,13 @@ def _comments_by_statement(source: str) -> dict[int, frozenset]:
     for tok in tokens:
         if tok.type == tokenize.COMMENT:
             codes = codes_in(tok.string)
-            if codes is ALL:
+            if first is None:  # a comment on a line of its own belongs to that line only
+                if codes is not None:
+                    out[tok.start[0]] = codes
+            elif codes is ALL:
                 bare = True
             elif codes:
                 found |= codes
-            if first is None:  # a comment on a line of its own belongs to that line only
-                if codes is not None:
-                    out[tok.start[0]] = ALL if codes is ALL else codes
             continue
         if tok.type in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
             continue
@@ -76,7 +76,7 @@ def _comments_by_statement(source: str) -> dict[int, frozenset]:
 
 def acknowledge(source: str, sites: list[Site]) -> None:
     """Mark the manual sites whose statement carries a matching suppression comment ``ignored``."""
-    if MARKER not in source or not any(s.status == MANUAL for s in sites):
+    if not any(s.status == MANUAL for s in sites) or MARKER not in source.lower():
         return
     by_line = _comments_by_statement(source)
     for site in sites:
