@@ -37,7 +37,7 @@ code{font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;backgrou
 .card.error,.badge.error{border-color:#cf222e}
 table{border-collapse:collapse;width:100%;background:#fff}
 table.codes td,table.codes th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
-table.codes td.n{text-align:right;width:7em}
+table.codes td.n{text-align:right;width:7em}table.codes td:first-child{width:7em;white-space:nowrap}
 .badge{display:inline-block;border:1px solid #8c959f;border-radius:12px;padding:0 8px;font-size:12px;font-weight:600;
 white-space:nowrap;background:#fff;margin-right:4px}
 .badge.migrated{color:#1a7f37}.badge.manual{color:#bc4c00}.badge.ignored{color:#8250df}
@@ -175,20 +175,45 @@ def _site(i: int, k: int, s: Site) -> str:
     return "".join(parts) + "</li>"
 
 
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+
+
 def _highlight(old: str, new: str) -> tuple[str, str]:
-    """Both lines escaped, with the characters that differ wrapped in ``<span class=chg>``."""
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    """Both lines escaped, the words that differ wrapped in ``<span class=chg>``."""
+    a_tokens, b_tokens = _TOKEN.findall(old), _TOKEN.findall(new)
+    matcher = difflib.SequenceMatcher(None, a_tokens, b_tokens, autojunk=False)
     a, b = [], []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        old_part, new_part = _e("".join(a_tokens[i1:i2])), _e("".join(b_tokens[j1:j2]))
         if tag == "equal":
-            a.append(_e(old[i1:i2]))
-            b.append(_e(new[j1:j2]))
-        else:
-            if i2 > i1:
-                a.append(f'<span class="chg">{_e(old[i1:i2])}</span>')
-            if j2 > j1:
-                b.append(f'<span class="chg">{_e(new[j1:j2])}</span>')
+            a.append(old_part)
+            b.append(new_part)
+            continue
+        if old_part:
+            a.append(f'<span class="chg">{old_part}</span>')
+        if new_part:
+            b.append(f'<span class="chg">{new_part}</span>')
     return "".join(a), "".join(b)
+
+
+def _pairs(old: list[str], new: list[str]) -> list[tuple[int, int]]:
+    """Removed and added lines that are edits of each other, in order (each new line used once).
+
+    Big blocks are not paired: the row shading marks them, and pairing is quadratic.
+    """
+    if len(old) * len(new) > 400:
+        return []
+    out, start = [], 0
+    for a, line in enumerate(old):
+        best, best_ratio = None, 0.6
+        for b in range(start, len(new)):
+            ratio = difflib.SequenceMatcher(None, line.strip(), new[b].strip(), autojunk=False).ratio()
+            if ratio > best_ratio:
+                best, best_ratio = b, ratio
+        if best is not None:
+            out.append((a, best))
+            start = best + 1
+    return out
 
 
 def _row(kind: str, old_no, new_no, sign: str, code_html: str) -> str:
@@ -214,12 +239,12 @@ def diff_table(original: str, migrated: str) -> str:
             if tag == "equal":
                 rows += [_row("ctx", i1 + k + 1, j1 + k + 1, "", _e(old[i1 + k])) for k in range(i2 - i1)]
                 continue
-            pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
-            marked = [_highlight(old[i1 + k], new[j1 + k]) for k in range(pairs)]
-            rows += [_row("del", i1 + k + 1, None, "−", marked[k][0] if k < pairs else _e(old[i1 + k]))
-                     for k in range(i2 - i1)]
-            rows += [_row("add", None, j1 + k + 1, "+", marked[k][1] if k < pairs else _e(new[j1 + k]))
-                     for k in range(j2 - j1)]
+            old_html = [_e(line) for line in old[i1:i2]]
+            new_html = [_e(line) for line in new[j1:j2]]
+            for a, b in _pairs(old[i1:i2], new[j1:j2]):
+                old_html[a], new_html[b] = _highlight(old[i1 + a], new[j1 + b])
+            rows += [_row("del", i1 + k + 1, None, "−", h) for k, h in enumerate(old_html)]
+            rows += [_row("add", None, j1 + k + 1, "+", h) for k, h in enumerate(new_html)]
     return _table(rows)
 
 
