@@ -57,7 +57,7 @@ table.diff{table-layout:fixed;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,C
 table.diff col.num{width:4.2em}table.diff col.sign{width:1.6em}
 table.diff td{padding:0 6px;vertical-align:top}
 table.diff td.num{color:#8c959f;text-align:right;user-select:none}
-table.diff td.code{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}
+table.diff td.code{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word;padding-left:calc(6px + 4ch);text-indent:-4ch}
 tr.add{background:#dafbe1}tr.del{background:#ffebe9}tr.add .chg{background:#aceebb}tr.del .chg{background:#ffcecb}
 tr.focus{background:#fff8c5}tr.hunk td{background:#ddf4ff;color:#59636e}
 .errors li{color:#cf222e;overflow-wrap:anywhere}

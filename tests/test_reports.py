@@ -189,6 +189,33 @@ def test_sarif(run):
     assert by_rule["error"]["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
 
 
+def test_sarif_uris_and_suppressions(tmp_path, monkeypatch):
+    """What a SARIF consumer (GitHub code scanning) needs: URI references relative to a named base
+    (percent-encoded), absolute file: URIs outside it, and in-source suppressions for acknowledged sites."""
+    from urllib.parse import unquote
+
+    monkeypatch.chdir(tmp_path)
+    results = sample_results() + [FileResult("/elsewhere/dir with space/x.py",
+                                             sites=[Site("tf_gradients", "TFG120", 1, 1, "manual", "r")])]
+    doc = json.loads(reports.to_sarif(results, SAMPLE_SUMMARY))
+    run0 = doc["runs"][0]
+    assert run0["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.as_uri() + "/"
+    locations = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run0["results"]]
+    assert locations[0] == {"uri": "src/train.py", "uriBaseId": "%SRCROOT%"}
+    assert locations[-1] == {"uri": "file:///elsewhere/dir%20with%20space/x.py"}
+    for loc in locations:
+        assert re.fullmatch(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+", loc["uri"])  # RFC 3986 characters only
+        assert unquote(loc["uri"]).endswith((".py", ".ipynb"))
+    by_status = {r["message"]["text"].split(":")[0]: r for r in run0["results"]}
+    assert by_status["tf_gradients ignored"]["suppressions"] == [
+        {"kind": "inSource", "justification": "# tfgradmigrate: ignore"}]
+    assert "suppressions" not in by_status["tf_gradients manual"]
+    assert by_status["tf_gradients unsafe fix"]["properties"]["assumptions"] == [
+        "`some_function` creates no op of a mapped type"]
+    rule_ids = [rule["id"] for rule in run0["tool"]["driver"]["rules"]]
+    assert {r["ruleId"] for r in run0["results"]} <= set(rule_ids)
+
+
 def test_report_to_an_unwritable_place_is_a_usage_error(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     r = run_cli("--report", tmp_path / "no" / "such" / "dir" / "r.json", tmp_path)
