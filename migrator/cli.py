@@ -144,7 +144,8 @@ def migrate_command(paths, diff, check, report_paths, output_format, statistics,
         result = _run(found.files, run_opts, quiet)
         result.results += [FileResult(p, error=f"{p}:1:1: {msg}") for p, msg in found.errors]
     if verify:
-        runner.attach_verification(result.results, mode, rtol if rtol is not None else cfg.get("rtol"),
+        # standard input is not on disk: the verifier works on copies, as in a dry run
+        runner.attach_verification(result.results, runner.CHECK if use_stdin else mode, rtol if rtol is not None else cfg.get("rtol"),
                                    atol if atol is not None else cfg.get("atol"),
                                    timeout if timeout is not None else cfg.get("timeout"), jobs)
     summary = result.summary(mode)

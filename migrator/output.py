@@ -88,8 +88,9 @@ def github(results: list[FileResult], mode: str) -> str:
 
 def render(fmt: str, results: list[FileResult], summary: dict, show_statistics: bool) -> str:
     """The text ``--output-format fmt`` (not ``text``) prints."""
-    if show_statistics and fmt == "json":
-        return json.dumps(statistics(results), indent=2) + "\n"
+    if show_statistics:
+        rows = statistics(results)
+        return json.dumps(rows, indent=2) + "\n" if fmt == "json" else statistics_text(rows)
     if fmt == "json":
         return reports.to_json(results, summary)
     if fmt == "sarif":

@@ -37,7 +37,9 @@ def snapshot(folder):
 def test_help_lists_every_flag():
     r = run_cli("--help")
     assert r.exit_code == 0
-    for flag in ["--diff", "--check", "--report", "--jobs", "--exclude", "--annotate", "--verify", "--select", "--config", "verify ORIGINAL MIGRATED"]:
+    for flag in ["--diff", "--check", "--report", "--jobs", "--exclude", "--annotate", "--verify", "--select", "--config",
+                 "verify ORIGINAL MIGRATED", "--output-format", "--statistics", "--exit-zero", "--stdin-filename",
+                 "--force-exclude", "--respect-gitignore", "NO_COLOR", "tfgradmigrate: ignore["]:
         assert flag in r.stdout
 
 

@@ -410,3 +410,22 @@ def test_unsafe_fixes_are_shown_in_text_output(tmp_path):
     r = run_cli("--check", "--unsafe-fixes", f)
     assert f"{f}:2:1: TFG005 unsafe fix: assumes fake: `f` creates no op of a mapped type" in r.stderr
     assert "1 site would migrate (1 unsafe)" in r.stderr
+
+
+def test_stdin_with_verify_verifies_the_migrated_text_not_the_file_on_disk(tmp_path, monkeypatch):
+    from test_cli import fake_verify_module
+
+    calls = fake_verify_module(monkeypatch)  # it checks the pair it is given holds SAMPLE and MIGRATED
+    on_disk = tmp_path / "a.py"
+    on_disk.write_text(SAMPLE)  # the editor's buffer (stdin) is the same, the file is not rewritten
+    r = invoke("--verify", "--output-format", "json", "--stdin-filename", on_disk, "-", input=SAMPLE)
+    assert r.stdout == MIGRATED and on_disk.read_text() == SAMPLE
+    report = json.loads(r.stderr[: r.stderr.rindex("}") + 1])
+    assert report["files"][0]["sites"][0]["verification"] == {"status": "verified"}
+    assert calls and calls[0][0][0][1] != str(on_disk)
+
+
+def test_statistics_with_github_format_prints_the_table(mixed):
+    r = run_cli("--check", "--statistics", "--output-format", "github", mixed)
+    assert r.stdout.splitlines()[0].split() == ["2", "TFG003", "migrated", "tf.gradients", "call", "rewritten", "to",
+                                                "tf.GradientTape"]
