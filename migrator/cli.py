@@ -2,9 +2,10 @@
 
 ``tfgradmigrate [OPTIONS] PATH...`` migrates; ``tfgradmigrate verify
 ORIGINAL MIGRATED`` verifies a migration.  A path literally named ``verify``
-still works when written ``./verify``.  Start-up imports neither libcst nor
-TensorFlow.  Exit codes: 0 nothing to do, 1 changed / would change / manual
-sites, 2 usage or config error, 123 some file could not be read or parsed.
+still works when written ``./verify``; ``-`` reads standard input and writes
+standard output.  Start-up imports neither libcst nor TensorFlow.  Exit codes:
+0 nothing to do, 1 changed / would change / manual sites, 2 usage or config
+error, 123 some file could not be read or parsed.
 """
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from typing import Optional
 
 import click
 
-from migrator import __version__, config, files, reports, runner
+from migrator import __version__, config, files, output, reports, runner
 from migrator.model import MANUAL, FileResult
 from migrator.pipeline import Options
 
 EXIT_OK, EXIT_CHANGED, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 123
 PROGRESS_THRESHOLD = 200
+STDIN = "-"
 
 EPILOG = """\b
 Subcommand:
@@ -28,6 +30,7 @@ Subcommand:
 \b
 Exit codes: 0 nothing to change, 1 changed / would change / manual sites,
 2 usage or config error, 123 some file could not be read or parsed.
+A manual site is acknowledged by a `# tfgradmigrate: ignore[TFG1xx]` comment.
 """
 
 
@@ -49,12 +52,22 @@ def _fail_usage(message: str) -> None:
 
 @click.command(cls=_MainCommand, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, metavar="PATH...")
-@click.option("--diff", is_flag=True, help="Print a unified diff; write nothing.")
+@click.option("--diff", is_flag=True, help="Print a unified diff; write nothing. With --check: the diff, as black does.")
 @click.option("--check", is_flag=True, help="Write nothing; print each file that would change.")
 @click.option("--report", "report_paths", multiple=True, metavar="FILE",
               help="Write a report; the format follows the extension (.json, .md, .html, .sarif). Repeatable.")
+@click.option("--output-format", type=click.Choice(output.FORMATS), default="text", show_default=True,
+              help="How sites are printed: text lines on stderr, or json, github annotations or sarif on stdout.")
+@click.option("--statistics", is_flag=True, help="Print the number of sites by code and status instead of each site.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when files changed or sites need a person (errors still exit 123).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: number of CPUs).")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching files and folders. Repeatable.")
+@click.option("--exclude", multiple=True, metavar="PATTERN",
+              help="Skip matching files and folders (.gitignore syntax, relative to the current directory). Repeatable.")
+@click.option("--force-exclude/--no-force-exclude", default=None,
+              help="Apply the excludes and .gitignore to files named on the command line too (for pre-commit).")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None,
+              help="Skip what .gitignore ignores when walking folders (default: on).")
+@click.option("--stdin-filename", metavar="PATH", help="The name of the file read from standard input (`-`), for messages, config and excludes.")
 @click.option("--annotate/--no-annotate", default=None, help="Add a TODO comment above each manual site.")
 @click.option("--verify/--no-verify", "verify", default=None, help="Verify every migrated site numerically.")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe_fixes", default=None,
@@ -64,24 +77,39 @@ def _fail_usage(message: str) -> None:
 @click.option("--atol", type=float, help="Verifier absolute tolerance.")
 @click.option("--timeout", type=float, help="Verifier timeout per file, seconds.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml to read instead of the nearest one.")
-@click.option("--color/--no-color", default=None, help="Colour the diff (default: when stdout is a terminal).")
+@click.option("--color/--no-color", default=None,
+              help="Colour the diff (default: when stdout is a terminal; NO_COLOR and FORCE_COLOR are honoured).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no per-file messages; errors only.")
 @click.version_option(__version__, prog_name="tfgradmigrate")
-def migrate_command(paths, diff, check, report_paths, jobs, exclude, annotate, verify, unsafe_fixes, select,
+def migrate_command(paths, diff, check, report_paths, output_format, statistics, exit_zero, jobs, exclude,
+                    force_exclude, respect_gitignore, stdin_filename, annotate, verify, unsafe_fixes, select,
                     rtol, atol, timeout, config_path, color, quiet):
-    """Migrate TensorFlow 1 gradient code under PATH... to TF2, in place."""
-    if not paths:
+    """Migrate TensorFlow 1 gradient code under PATH... to TF2, in place.
+
+    PATH `-` reads one file from standard input and writes the result to
+    standard output.
+    """
+    use_stdin = STDIN in paths or (stdin_filename is not None and not paths)
+    if not paths and not use_stdin:
         _fail_usage("no PATH given (try `tfgradmigrate --help`)")
-    for p in paths:
+    if use_stdin and len(paths) > 1:
+        _fail_usage("`-` (standard input) cannot be combined with other paths")
+    for p in paths if not use_stdin else ():
         if not os.path.lexists(p):
             _fail_usage(f"path does not exist: {p}")
     for r in report_paths:
-        if os.path.splitext(r)[1].lower() not in reports.FORMATS:
-            _fail_usage(f"--report {r}: unknown format; use one of {', '.join(reports.FORMATS)}")
+        problem = _report_problem(r)
+        if problem:
+            _fail_usage(f"--report {r}: {problem}")
+    if diff and output_format != "text":
+        _fail_usage(f"--diff prints a diff; it cannot be combined with --output-format {output_format} "
+                    "(use --report FILE for a machine-readable report)")
     try:
         if config_path and not os.path.isfile(config_path):
             raise config.ConfigError(f"{config_path}: no such file")
-        cfg = config.load(config_path or config.find_pyproject(paths))
+        found_config = config_path or config.find_pyproject([stdin_filename] if use_stdin and stdin_filename else
+                                                            [] if use_stdin else paths)
+        cfg = config.load(found_config)
     except config.ConfigError as e:
         _fail_usage(str(e))
 
@@ -89,41 +117,96 @@ def migrate_command(paths, diff, check, report_paths, jobs, exclude, annotate, v
     annotate = cfg.get("annotate", False) if annotate is None else annotate
     unsafe_fixes = cfg.get("unsafe-fixes", False) if unsafe_fixes is None else unsafe_fixes
     verify = bool(cfg.get("verify", {}).get("enabled", False)) if verify is None else verify
-    names = [s.strip() for s in select.split(",") if s.strip()] if select else cfg.get("select")
+    names = _selected(select, cfg.get("select"), found_config)
     jobs = jobs or cfg.get("jobs") or runner.default_jobs()
     if jobs < 1:
         _fail_usage("jobs must be at least 1")
     run_opts = runner.RunOptions(
         mode=mode,
-        options=Options(annotate=annotate, select=frozenset(names) if names else None,
+        options=Options(annotate=annotate, select=frozenset(names) if names is not None else None,
                         unsafe_fixes=unsafe_fixes),
         jobs=jobs,
         max_bytes=cfg.get("max-file-size", files.MAX_BYTES),
         keep_text=diff or verify or any(r.lower().endswith(".html") for r in report_paths),
     )
-    found = files.discover(paths, tuple(cfg.get("exclude", ())) + exclude, cfg.get("default-excludes", True))
-    result = _run(found.files, run_opts, quiet)
-    result.results += [FileResult(p, error=f"{p}:1:1: {msg}") for p, msg in found.errors]
+    filters = files.Filters(
+        excludes=(files.ExcludeSet(cfg.get("exclude", ()), os.path.dirname(os.path.abspath(found_config or "."))),
+                  files.ExcludeSet(exclude)),
+        default_excludes=cfg.get("default-excludes", True),
+        respect_gitignore=cfg.get("respect-gitignore", True) if respect_gitignore is None else respect_gitignore,
+        force_exclude=cfg.get("force-exclude", False) if force_exclude is None else force_exclude,
+    )
+    stdout_taken = False
+    if use_stdin:
+        result, stdout_taken = _run_stdin(stdin_filename or STDIN, filters, run_opts)
+    else:
+        found = files.discover(paths, filters=filters)
+        result = _run(found.files, run_opts, quiet)
+        result.results += [FileResult(p, error=f"{p}:1:1: {msg}") for p, msg in found.errors]
     if verify:
-        runner.attach_verification(result.results, mode, rtol if rtol is not None else cfg.get("rtol"),
+        # standard input is not on disk: the verifier works on copies, as in a dry run
+        runner.attach_verification(result.results, runner.CHECK if use_stdin else mode, rtol if rtol is not None else cfg.get("rtol"),
                                    atol if atol is not None else cfg.get("atol"),
                                    timeout if timeout is not None else cfg.get("timeout"), jobs)
-    _print_results(result.results, mode, color, quiet)
     summary = result.summary(mode)
+    if output_format == "text":
+        _print_results(result.results, mode, use_colour(color), quiet or statistics)
+        if statistics:
+            click.echo(output.statistics_text(output.statistics(result.results)), nl=False)
+    else:
+        # with `-` in write mode stdout carries the migrated file: the format goes to stderr, as ruff does
+        click.echo(output.render(output_format, result.results, summary, statistics), nl=False, err=stdout_taken)
+    report_failed = False
     for r in report_paths:
         try:
             reports.write(r, result.results, summary)
         except OSError as e:
             click.echo(f"{r}:1:1: cannot write report: {e.strerror or e}", err=True)
-            sys.exit(EXIT_USAGE)
+            report_failed = True
     if not quiet:
         click.echo(_summary_line(summary), err=True)
-    sys.exit(exit_code(result.results))
+    sys.exit(EXIT_USAGE if report_failed else exit_code(result.results, exit_zero))
 
 
-def exit_code(results: list[FileResult]) -> int:
+def _report_problem(path: str) -> Optional[str]:
+    """Why a report cannot be written to ``path`` (checked before any file changes), or None."""
+    if os.path.splitext(path)[1].lower() not in reports.FORMATS:
+        return f"unknown format; use one of {', '.join(reports.FORMATS)}"
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return "is a folder"
+    if not os.path.isdir(folder):
+        return f"cannot write report: no such folder {folder}"
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return "cannot write report: the file is read-only"
+    if not os.path.exists(path) and not os.access(folder, os.W_OK | os.X_OK):
+        return f"cannot write report: the folder {folder} is not writable"
+    return None
+
+
+def _selected(select: Optional[str], configured: Optional[list], where: Optional[str]) -> Optional[list[str]]:
+    """The plugin names --select (or the config's ``select``) asks for; a usage error names the valid ones."""
+    if select is not None:
+        names, origin = [s.strip() for s in select.split(",") if s.strip()], "--select"
+    elif configured is not None:
+        names, origin = list(configured), f"{where}: tool.tfgradmigrate.select"
+    else:
+        return None
+    from migrator._plugins import plugins  # imports libcst: only when a selection is to be checked
+
+    valid = [p.name for p in plugins()]
+    unknown = [n for n in names if n not in valid]
+    if unknown or not names:
+        what = f"unknown plugin {', '.join(map(repr, unknown))}" if unknown else "no plugin named"
+        _fail_usage(f"{origin}: {what}; valid names: {', '.join(valid)}")
+    return names
+
+
+def exit_code(results: list[FileResult], exit_zero: bool = False) -> int:
     if any(r.error for r in results):
         return EXIT_ERROR
+    if exit_zero:
+        return EXIT_OK
     if any(r.changed or r.manual for r in results) or runner.verification_failed(results):
         return EXIT_CHANGED
     return EXIT_OK
@@ -132,8 +215,39 @@ def exit_code(results: list[FileResult]) -> int:
 def _run(paths: list[str], run_opts: runner.RunOptions, quiet: bool) -> runner.RunResult:
     if quiet or len(paths) <= PROGRESS_THRESHOLD or not sys.stderr.isatty():
         return runner.run(paths, run_opts)
-    with click.progressbar(length=len(paths), label="tfgradmigrate", file=sys.stderr) as bar:
+    # one step per file in each of the two passes
+    with click.progressbar(length=2 * len(paths), label="tfgradmigrate", file=sys.stderr) as bar:
         return runner.run(paths, run_opts, progress=bar.update)
+
+
+def _run_stdin(name: str, filters: files.Filters, run_opts: runner.RunOptions) -> tuple[runner.RunResult, bool]:
+    """Migrate standard input; in write mode the result goes to stdout.  Returns (result, stdout used)."""
+    raw = sys.stdin.buffer.read()
+    out = sys.stdout.buffer
+    if name != STDIN and filters.skip_explicit(name):  # --force-exclude: pass it through untouched
+        if run_opts.mode == runner.WRITE:
+            out.write(raw)
+            out.flush()
+        return runner.RunResult([]), run_opts.mode == runner.WRITE
+    keep = run_opts.keep_text
+    run_opts.keep_text = True  # the diff needs the text
+    result, data = runner.migrate_bytes(raw, name, run_opts)
+    run_opts.keep_text = keep
+    if run_opts.mode == runner.WRITE:
+        out.write(data)
+        out.flush()
+    return runner.RunResult([result]), run_opts.mode == runner.WRITE
+
+
+def use_colour(flag: Optional[bool]) -> bool:
+    """--color/--no-color, else NO_COLOR (wins), else FORCE_COLOR, else whether stdout is a terminal."""
+    if flag is not None:
+        return flag
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty()
 
 
 def _print_results(results: list[FileResult], mode: str, color: Optional[bool], quiet: bool) -> None:
@@ -142,17 +256,20 @@ def _print_results(results: list[FileResult], mode: str, color: Optional[bool], 
             click.echo(r.error, err=True)
         for s in r.sites:
             if s.status == MANUAL and not quiet:
-                click.echo(f"{r.path}:{s.line}:{s.col}: {s.code} manual {s.kind}: {reports.site_reason(s)}", err=True)
+                click.echo(f"{reports.position(r, s)}: {s.code} manual {s.kind}: {reports.site_reason(s)}", err=True)
             elif s.verification and s.verification.get("status") in runner.FAILED_VERIFICATION:
-                click.echo(f"{r.path}:{s.line}:{s.col}: {s.code} verification {s.verification['status']}: "
+                click.echo(f"{reports.position(r, s)}: {s.code} verification {s.verification['status']}: "
                            f"{s.verification.get('detail') or s.verification.get('reason', '')}", err=True)
+            elif s.unsafe and not quiet:
+                click.echo(f"{reports.position(r, s)}: {s.code} unsafe fix: assumes {'; '.join(s.assumptions)}",
+                           err=True)
         if not r.changed:
             continue
         if mode == runner.DIFF:
             click.echo(colour_diff(unified_diff(r), color), nl=False, color=color)
-        elif mode == runner.CHECK:
+        elif mode == runner.CHECK and not quiet:
             click.echo(f"would change: {r.path}")
-        elif not quiet:
+        elif mode == runner.WRITE and not quiet:
             click.echo(f"migrated: {r.path}", err=True)
 
 
@@ -184,11 +301,21 @@ def colour_diff(diff: str, color: Optional[bool]) -> str:
     return "".join(out)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def _summary_line(s: dict) -> str:
-    verb = "changed" if s["mode"] == runner.WRITE else "would change"
-    return (f"tfgradmigrate: {s['files_scanned']} files scanned, {s['files_changed']} {verb}, "
-            f"{s['sites_migrated']} sites migrated, {s['sites_manual']} manual, "
-            f"{s['errors']} errors in {s['seconds']:.2f}s")
+    dry = s["mode"] != runner.WRITE
+    migrated = f"{_plural(s['sites_migrated'], 'site')} {'would migrate' if dry else 'migrated'}"
+    if s.get("sites_unsafe"):
+        migrated += f" ({s['sites_unsafe']} unsafe)"
+    parts = [f"{_plural(s['files_scanned'], 'file')} scanned",
+             f"{s['files_changed']} {'would change' if dry else 'changed'}", migrated, f"{s['sites_manual']} manual"]
+    if s.get("sites_ignored"):
+        parts.append(f"{s['sites_ignored']} ignored")
+    parts.append(_plural(s["errors"], "error"))
+    return f"tfgradmigrate: {', '.join(parts)} in {s['seconds']:.2f}s"
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -69,6 +69,8 @@ CODES: dict[str, tuple[str, str]] = {
                "move the forward pass and the gradient into one cell, or migrate by hand"),
     "TFG135": ("the gradient reads TF1 graph collections (tf.trainable_variables, tf.get_collection, tf.losses.get_*), which are empty under TF2 eager",
                "use the model's own lists (model.trainable_variables, model.losses), then re-run; a file that still runs under a Session keeps them"),
+    "TFG136": ("gradient API called inside an IPython magic or shell line of a notebook (`%time ...`), which is never rewritten",
+               "move the call onto a plain Python line of the cell, then re-run"),
 }
 
 

@@ -1,14 +1,13 @@
 """``[tool.tfgradmigrate]`` in the nearest ``pyproject.toml``.
 
-On Python 3.11+ the file is read with :mod:`tomllib`; on 3.9/3.10 a small
-reader handles the subset a tool table needs (strings, numbers, booleans and
-arrays of those).  Command-line flags override every key.
+The file is read with :mod:`tomllib` (Python 3.11+) or ``tomli`` (before).
+The search goes up from the paths given and stops at the repository root (a
+folder holding ``.git`` or ``.hg``), as black's does, so a pyproject.toml
+above the repository is never read.  Command-line flags override every key.
 """
 from __future__ import annotations
 
-import ast
 import os
-import re
 import sys
 from typing import Any, Iterable, Optional
 
@@ -16,6 +15,8 @@ from typing import Any, Iterable, Optional
 KEYS: dict[str, tuple[type, str]] = {
     "exclude": (list, "extra exclude globs, added to --exclude"),
     "default-excludes": (bool, "set false to walk .venv, build, ... too"),
+    "respect-gitignore": (bool, "set false to walk what .gitignore ignores too"),
+    "force-exclude": (bool, "apply the excludes to files named on the command line too"),
     "jobs": (int, "worker processes (default: number of CPUs)"),
     "annotate": (bool, "add TODO comments above manual sites"),
     "unsafe-fixes": (bool, "also apply rewrites that hold only under a stated assumption"),
@@ -30,12 +31,16 @@ KEYS: dict[str, tuple[type, str]] = {
 }
 
 
+#: a folder holding one of these is a repository root: the search for pyproject.toml stops there
+REPOSITORY_MARKERS = (".git", ".hg")
+
+
 class ConfigError(Exception):
     pass
 
 
 def find_pyproject(paths: Iterable[str]) -> Optional[str]:
-    """The pyproject.toml nearest to the common parent of ``paths`` (or cwd)."""
+    """The pyproject.toml nearest to the common parent of ``paths`` (or cwd), inside its repository."""
     absolute = [os.path.abspath(p) for p in paths] or [os.getcwd()]
     try:
         start = os.path.commonpath(absolute)
@@ -47,6 +52,8 @@ def find_pyproject(paths: Iterable[str]) -> Optional[str]:
         candidate = os.path.join(start, "pyproject.toml")
         if os.path.isfile(candidate):
             return candidate
+        if any(os.path.exists(os.path.join(start, marker)) for marker in REPOSITORY_MARKERS):
+            return None
         parent = os.path.dirname(start)
         if parent == start:
             return None
@@ -98,77 +105,20 @@ def _type_name(t: type) -> str:
             dict: "true, false or a table"}[t]
 
 
-def _parse(text: str) -> dict:
+def _toml():
+    """The TOML reader: :mod:`tomllib` on Python 3.11+, the ``tomli`` package it came from before."""
     if sys.version_info >= (3, 11):
         import tomllib
 
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise ValueError(str(e)) from None
-    return parse_tool_table(text)
+        return tomllib
+    import tomli
+
+    return tomli
 
 
-_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_.\"-]+)\s*=\s*(.*)$")
-
-
-def parse_tool_table(text: str) -> dict:
-    """Minimal reader for Python < 3.11: only ``[tool.tfgradmigrate]`` is read."""
-    table: dict[str, Any] = {}
-    inside = False
-    pending = ""
-    key = ""
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if pending:
-            pending += " " + _strip_comment(line)
-            if _balanced(pending):
-                table[key] = _value(pending, lineno)
-                pending = ""
-            continue
-        header = _HEADER.match(line)
-        if header:
-            inside = header.group(1).replace(" ", "") == "tool.tfgradmigrate"
-            continue
-        if not inside or not line.strip() or line.lstrip().startswith("#"):
-            continue
-        m = _KEY.match(line)
-        if not m:
-            raise ValueError(f"line {lineno}: cannot read {line.strip()!r}")
-        key, rest = m.group(1).strip('"'), _strip_comment(m.group(2))
-        if _balanced(rest):
-            table[key] = _value(rest, lineno)
-        else:
-            pending = rest
-    if pending:
-        raise ValueError(f"unterminated array for {key}")
-    return {"tool": {"tfgradmigrate": table}} if table else {}
-
-
-def _strip_comment(s: str) -> str:
-    out, quote = [], None
-    for ch in s:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#":
-            break
-        out.append(ch)
-    return "".join(out).strip()
-
-
-def _balanced(s: str) -> bool:
-    return s.count("[") == s.count("]")
-
-
-def _value(s: str, lineno: int) -> Any:
-    s = s.strip()
-    if s in ("true", "false"):
-        return s == "true"
-    s = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", s))
+def _parse(text: str) -> dict:
+    toml = _toml()
     try:
-        return ast.literal_eval(s)
-    except (ValueError, SyntaxError):
-        raise ValueError(f"line {lineno}: unsupported value {s!r}") from None
+        return toml.loads(text)
+    except toml.TOMLDecodeError as e:
+        raise ValueError(str(e)) from None

@@ -1,7 +1,8 @@
 """Finding input files, and reading and writing them without damage.
 
 Discovery follows symlinks at most once (a real directory or file reached
-twice is visited once) and honours exclude globs.  Reading keeps everything a
+twice is visited once) and honours exclude patterns and ``.gitignore`` (both
+read with ``pathspec``).  Reading keeps everything a
 write needs to give the bytes back exactly as they were apart from the
 migrated lines: the encoding (UTF-8, UTF-8 with BOM, a PEP 263 cookie), the
 newline style and a missing final newline.  Writing is atomic and keeps the
@@ -47,25 +48,157 @@ class Discovered:
     errors: list[tuple[str, str]]
 
 
-def _excluded(rel: str, patterns: Iterable[str]) -> bool:
-    rel = rel.replace(os.sep, "/")
-    parts = rel.split("/")
-    for pat in patterns:
-        pat = pat.rstrip("/")
-        if fnmatch.fnmatch(rel, pat) or any(fnmatch.fnmatch(p, pat) for p in parts):
+def _gitignore_spec(lines: Iterable[str]):
+    import pathspec  # lazily: a run on explicit files never needs it
+
+    return pathspec.GitIgnoreSpec.from_lines(list(lines))
+
+
+class ExcludeSet:
+    """Exclude patterns in .gitignore syntax, relative to ``base``.
+
+    A pattern without a slash (``third_party``, ``*_pb2.py``) matches a file or
+    folder of that name at any depth; one with a slash (``tests/data``) matches
+    the path relative to ``base``: the current directory for ``--exclude``, the
+    folder of pyproject.toml for its ``exclude`` key (as ruff does).
+    """
+
+    def __init__(self, patterns: Iterable[str], base: Optional[str] = None):
+        self.patterns = tuple(patterns)
+        self.base = os.path.abspath(base or os.getcwd())
+        self._spec = _gitignore_spec(self.patterns) if self.patterns else None
+
+    def matches(self, path: str, is_dir: bool = False) -> bool:
+        if self._spec is None:
+            return False
+        rel = os.path.relpath(os.path.abspath(path), self.base).replace(os.sep, "/")
+        return bool(self._spec.check_file(rel + "/" if is_dir else rel).include)
+
+
+def repository_root(folder: str) -> Optional[str]:
+    """The nearest folder at or above ``folder`` holding ``.git`` (a folder, or a file in a worktree)."""
+    folder = os.path.abspath(folder)
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+class GitIgnore:
+    """``.gitignore`` files (and ``.git/info/exclude``) of the repository a path is in, as git reads them.
+
+    Outside a git repository nothing is ignored, as with git itself.  The
+    deepest ``.gitignore`` with a matching pattern decides.
+    """
+
+    def __init__(self):
+        self._chains: dict[str, list[tuple[str, object]]] = {}
+
+    def _own(self, folder: str, root: str) -> list[tuple[str, object]]:
+        out = []
+        sources = [os.path.join(folder, ".gitignore")]
+        if folder == root:
+            sources.insert(0, os.path.join(folder, ".git", "info", "exclude"))
+        for name in sources:
+            try:
+                with open(name, encoding="utf-8", errors="replace") as fh:
+                    out.append((folder, _gitignore_spec(fh.read().splitlines())))
+            except OSError:
+                continue
+        return out
+
+    def _chain(self, folder: str) -> list[tuple[str, object]]:
+        """Specs that apply inside ``folder``, shallowest first."""
+        if folder in self._chains:
+            return self._chains[folder]
+        root = repository_root(folder)
+        if root is None:
+            chain: list = []
+        elif folder == root:
+            chain = self._own(folder, root)
+        else:
+            chain = self._chain(os.path.dirname(folder)) + self._own(folder, root)
+        self._chains[folder] = chain
+        return chain
+
+    def ignored(self, path: str, is_dir: bool = False) -> bool:
+        path = os.path.abspath(path)
+        for base, spec in reversed(self._chain(os.path.dirname(path))):
+            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            decision = spec.check_file(rel + "/" if is_dir else rel).include
+            if decision is not None:
+                return decision
+        return False
+
+    def ignored_with_parents(self, path: str) -> bool:
+        """Whether ``path`` or a folder above it (inside its repository) is ignored."""
+        path = os.path.abspath(path)
+        root = repository_root(os.path.dirname(path))
+        if root is None:
+            return False
+        if self.ignored(path):
             return True
-    return False
+        folder = os.path.dirname(path)
+        while folder != root and len(folder) > len(root):
+            if self.ignored(folder, is_dir=True):
+                return True
+            folder = os.path.dirname(folder)
+        return False
 
 
-def discover(paths: Iterable[str], excludes: Iterable[str] = (), default_excludes: bool = True) -> Discovered:
+@dataclass
+class Filters:
+    """What discovery leaves out."""
+
+    excludes: tuple = ()  # ExcludeSet, or plain patterns taken relative to the current directory
+    default_excludes: bool = True
+    respect_gitignore: bool = True
+    #: apply the excludes (and .gitignore) to files named on the command line too,
+    #: as pre-commit passes every staged file explicitly
+    force_exclude: bool = False
+
+    def __post_init__(self):
+        plain = [e for e in self.excludes if isinstance(e, str)]
+        sets = [e for e in self.excludes if isinstance(e, ExcludeSet)]
+        self._sets = sets + ([ExcludeSet(plain)] if plain else [])
+        self._gitignore = GitIgnore() if self.respect_gitignore else None
+
+    def _user(self, path: str, is_dir: bool) -> bool:
+        return any(s.matches(path, is_dir) for s in self._sets)
+
+    def _default(self, rel: str) -> bool:
+        return self.default_excludes and any(
+            fnmatch.fnmatch(part, pat) for part in rel.replace(os.sep, "/").split("/") for pat in DEFAULT_EXCLUDES)
+
+    def skip_below(self, path: str, rel: str, is_dir: bool) -> bool:
+        """For a path found by walking a folder given on the command line (``rel`` below it)."""
+        return (self._default(rel) or self._user(path, is_dir)
+                or (self._gitignore is not None and self._gitignore.ignored(path, is_dir)))
+
+    def skip_explicit(self, path: str) -> bool:
+        """For a file named on the command line: taken unless --force-exclude says otherwise."""
+        if not self.force_exclude:
+            return False
+        rel = os.path.relpath(os.path.abspath(path))
+        rel = "/".join(p for p in rel.replace(os.sep, "/").split("/") if p not in ("..", "."))
+        return (self._default(rel) or self._user(path, False)
+                or (self._gitignore is not None and self._gitignore.ignored_with_parents(path)))
+
+
+def discover(paths: Iterable[str], excludes: Iterable = (), default_excludes: bool = True,
+             filters: Optional[Filters] = None) -> Discovered:
     """Files to process, in a stable order, each real file once.
 
-    Directories are walked for ``*.py`` and ``*.ipynb``; a file named
-    explicitly is taken whatever its suffix (unless a user exclude matches).
-    Default excludes apply only below a directory given on the command line.
+    Directories are walked for ``*.py`` and ``*.ipynb``, leaving out the
+    default excludes, the exclude patterns and what ``.gitignore`` ignores.  A
+    file named explicitly is taken whatever its suffix, unless ``force_exclude``.
+    Default excludes apply only below a directory given on the command line
+    (and to explicit files under ``force_exclude``).
     """
-    user = tuple(excludes)
-    walk_excludes = user + (DEFAULT_EXCLUDES if default_excludes else ())
+    filters = filters or Filters(tuple(excludes), default_excludes)
     seen_files: set[str] = set()
     files: list[str] = []
     errors: list[tuple[str, str]] = []
@@ -83,7 +216,7 @@ def discover(paths: Iterable[str], excludes: Iterable[str] = (), default_exclude
 
     for given in paths:
         if not os.path.isdir(given):
-            if not _excluded(given, user):
+            if not filters.skip_explicit(given):
                 take(given)
             continue
         seen_dirs: set[str] = set()
@@ -97,16 +230,18 @@ def discover(paths: Iterable[str], excludes: Iterable[str] = (), default_exclude
             keep = []
             for d in sorted(dirnames):
                 rel = d if rel_dir == "." else os.path.join(rel_dir, d)
-                if not _excluded(rel, walk_excludes) and os.path.realpath(os.path.join(dirpath, d)) not in seen_dirs:
+                path = os.path.join(dirpath, d)
+                if not filters.skip_below(path, rel, True) and os.path.realpath(path) not in seen_dirs:
                     keep.append(d)
             dirnames[:] = keep
             for name in sorted(filenames):
                 if not name.endswith(SUFFIXES):
                     continue
                 rel = name if rel_dir == "." else os.path.join(rel_dir, name)
-                if _excluded(rel, walk_excludes):
+                path = os.path.join(dirpath, name)
+                if filters.skip_below(path, rel, False):
                     continue
-                take(os.path.normpath(os.path.join(dirpath, name)))
+                take(os.path.normpath(path))
     return Discovered(files, errors)
 
 

@@ -6,6 +6,9 @@ from typing import Optional
 
 MIGRATED = "migrated"
 MANUAL = "manual"
+#: a manual site acknowledged by ``# tfgradmigrate: ignore[CODE]`` (migrator/suppress.py):
+#: reported and counted, but it no longer fails the run
+IGNORED = "ignored"
 
 # Site kinds (stable strings; they appear in every report format).
 OVERRIDE_MAP = "override_map"

@@ -292,6 +292,9 @@ def migrate_text(
         for site in ctx.sites:
             if site.status != MANUAL and site.new_line is None:
                 site.new_line = forward.get(site.line)
+    from migrator.suppress import acknowledge
+
+    acknowledge(source, ctx.sites)  # before --annotate: an acknowledged site needs no TODO
     if options.annotate and any(s.status == MANUAL for s in ctx.sites):
         from migrator.annotate import annotate_manual_sites
 

@@ -5,15 +5,15 @@ code (``migrator/codes.py``, documented in ``docs/codes.md``).
 """
 from __future__ import annotations
 
-import difflib
-import html
 import json
 import os
-from typing import Callable
+import re
+from typing import Callable, Optional
+from urllib.parse import quote
 
 from migrator import __version__
 from migrator.codes import CODES, advice, title
-from migrator.model import MANUAL, FileResult, Site
+from migrator.model import IGNORED, MANUAL, FileResult, Site
 
 FORMATS = (".json", ".md", ".html", ".sarif")
 CODES_DOC = "docs/codes.md in the tfgradmigrate repository"
@@ -33,12 +33,22 @@ def write(path: str, results: list[FileResult], summary: dict) -> None:
         fh.write(text)
 
 
-def _code_title(code: str) -> str:
+def code_title(code: str) -> str:
     return title(code) if code in CODES else ""
 
 
 def site_reason(site: Site) -> str:
-    return site.reason or _code_title(site.code)
+    return site.reason or code_title(site.code)
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+def distinct_advice(site: Site) -> str:
+    """What to do about a site's code, unless its reason already says it."""
+    hint = advice(site.code) if site.code in CODES else ""
+    return hint if hint and _words(hint) not in _words(site_reason(site)) else ""
 
 
 def to_json(results: list[FileResult], summary: dict) -> str:
@@ -52,33 +62,54 @@ def to_json(results: list[FileResult], summary: dict) -> str:
                        "files": files, "summary": summary}, indent=2) + "\n"
 
 
-def _loc(r: FileResult, s: Site) -> str:
+def cell_of(s: Site) -> Optional[str]:
+    """``cell N`` for a site in a notebook."""
+    return next((n for n in s.notes if n.startswith("cell ")), None)
+
+
+def position(r: FileResult, s: Site) -> str:
+    """``path:line:col``, or ``path:cell N:line:col`` in a notebook (as ruff writes it)."""
+    cell = cell_of(s)
+    return f"{r.path}:{cell + ':' if cell else ''}{s.line}:{s.col}"
+
+
+def location(r: FileResult, s: Site) -> str:
     cell = next((n for n in s.notes if n.startswith("cell ")), None)
     return f"{r.path}:{s.line}" + (f" ({cell})" if cell else "")
 
 
-def _verdict(s: Site) -> str:
+def verdict(s: Site) -> str:
     return (s.verification or {}).get("status", "")
 
 
 def to_markdown(results: list[FileResult], summary: dict) -> str:
+    dry = summary.get("mode") in ("check", "diff")
     out = ["# tfgradmigrate report", ""]
-    out += ["| files scanned | changed | sites migrated | sites manual | errors |", "|---|---|---|---|---|"]
-    out.append(f"| {summary.get('files_scanned', 0)} | {summary.get('files_changed', 0)} | "
-               f"{summary.get('sites_migrated', 0)} | {summary.get('sites_manual', 0)} | {summary.get('errors', 0)} |")
+    out += [f"| files scanned | {'would change' if dry else 'changed'} | sites {'to migrate' if dry else 'migrated'} "
+            "| unsafe fixes | needs a person | acknowledged | errors |", "|---|---|---|---|---|---|---|"]
+    out.append("| " + " | ".join(str(summary.get(k, 0)) for k in (
+        "files_scanned", "files_changed", "sites_migrated", "sites_unsafe", "sites_manual", "sites_ignored", "errors"))
+        + " |")
     manual = [(r, s) for r in results for s in r.sites if s.status == MANUAL]
-    migrated = [(r, s) for r in results for s in r.sites if s.status != MANUAL]
+    ignored = [(r, s) for r in results for s in r.sites if s.status == IGNORED]
+    migrated = [(r, s) for r in results for s in r.sites if s.migrated]
     errors = [r for r in results if r.error]
     if manual:
         out += ["", "## Needs a person", ""]
         for r, s in manual:
-            hint = advice(s.code) if s.code in CODES else ""
-            out.append(f"- [ ] `{_loc(r, s)}` **{s.code}** {s.kind}: {_md(site_reason(s))}" + (f" — {_md(hint)}" if hint else ""))
+            hint = distinct_advice(s)
+            out.append(f"- [ ] `{location(r, s)}` **{s.code}** {s.kind}: {_md(site_reason(s))}"
+                       + (f" — {_md(hint)}" if hint else ""))
+    if ignored:
+        out += ["", "## Acknowledged (`# tfgradmigrate: ignore`)", ""]
+        out += [f"- `{location(r, s)}` **{s.code}** {s.kind}: {_md(site_reason(s))}" for r, s in ignored]
     if migrated:
         out += ["", "## Migrated", ""]
         for r, s in migrated:
-            v = _verdict(s)
-            out.append(f"- [x] `{_loc(r, s)}` **{s.code}** {s.kind}: {_md(site_reason(s))}" + (f" (verification: {v})" if v else ""))
+            v = verdict(s)
+            unsafe = " **unsafe fix**" if s.unsafe else ""
+            out.append(f"- [x] `{location(r, s)}` **{s.code}**{unsafe} {s.kind}: {_md(site_reason(s))}"
+                       + (f" (verification: {v})" if v else ""))
             out += [f"  - assumed (unsafe fix): {_md(a)}" for a in s.assumptions]
             out += [f"  - proved: {_md(p)}" for p in s.proof]
     if errors:
@@ -92,79 +123,67 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em}table.diff{font-family:monospace;font-size:12px;border-collapse:collapse}
-.diff_header{background:#eee}.diff_add{background:#cfc}.diff_chg{background:#ffa}.diff_sub{background:#fcc}
-td{vertical-align:top;padding:0 4px}.manual{color:#a40}.migrated{color:#070}code{background:#f4f4f4}"""
-
-
 def to_html(results: list[FileResult], summary: dict) -> str:
-    e = html.escape
-    body = ["<h1>tfgradmigrate report</h1>", "<p>" + ", ".join(
-        f"{e(k.replace('_', ' '))}: {e(str(v))}" for k, v in summary.items()) + "</p>"]
-    manual = [(r, s) for r in results for s in r.sites if s.status == MANUAL]
-    body.append(f"<h2>Needs a person ({len(manual)})</h2><ul>")
-    for r, s in manual:
-        hint = advice(s.code) if s.code in CODES else ""
-        body.append(f"<li class=manual><code>{e(_loc(r, s))}</code> <b>{e(s.code)}</b> {e(s.kind)}: "
-                    f"{e(site_reason(s))}{' — ' + e(hint) if hint else ''}</li>")
-    body.append("</ul>")
-    errors = [r for r in results if r.error]
-    if errors:
-        body.append(f"<h2>Errors ({len(errors)})</h2><ul>")
-        body += [f"<li><code>{e(r.error or '')}</code></li>" for r in errors]
-        body.append("</ul>")
-    body.append("<h2>Changes</h2>")
-    differ = difflib.HtmlDiff(wrapcolumn=100)
-    for r in results:
-        if not r.changed:
-            continue
-        body.append(f"<h3>{e(r.path)}</h3><ul>")
-        for s in r.sites:
-            v = _verdict(s)
-            body.append(f"<li class={'manual' if s.status == MANUAL else 'migrated'}>line {s.line} "
-                        f"<b>{e(s.code)}</b> {e(s.status)}: {e(site_reason(s))}{' — verification: ' + e(v) if v else ''}"
-                        + "".join(f"<br>assumed (unsafe fix): {e(a)}" for a in s.assumptions)
-                        + "".join(f"<br>proved: {e(p)}" for p in s.proof) + "</li>")
-        body.append("</ul>")
-        if r.original is not None and r.migrated is not None:
-            body.append(differ.make_table(r.original.splitlines(), r.migrated.splitlines(),
-                                          "original", "migrated", context=True, numlines=3))
-    return ("<!DOCTYPE html><html><head><meta charset=utf-8><title>tfgradmigrate report</title>"
-            f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    from migrator.report_html import render
+
+    return render(results, summary)
+
+
+def _uri(path: str) -> tuple[str, Optional[str]]:
+    """(uri, uriBaseId): relative to the current directory when the file is below it, else a file: URI."""
+    absolute = os.path.abspath(path)
+    rel = os.path.relpath(absolute)
+    if not rel.startswith(os.pardir):
+        return quote(rel.replace(os.sep, "/")), "%SRCROOT%"
+    return "file://" + quote(absolute.replace(os.sep, "/") if absolute.startswith("/") else "/" + absolute.replace(os.sep, "/")), None
+
+
+def _location(path: str, line: int, col: int) -> dict:
+    uri, base = _uri(path)
+    artifact = {"uri": uri, "uriBaseId": base} if base else {"uri": uri}
+    return {"physicalLocation": {"artifactLocation": artifact,
+                                 "region": {"startLine": max(1, line), "startColumn": max(1, col)}}}
 
 
 def to_sarif(results: list[FileResult], summary: dict) -> str:
+    """SARIF 2.1.0 (valid against the OASIS schema): manual sites are warnings, acknowledged ones carry
+    an in-source suppression, migrated ones are notes; file errors are errors."""
     used = sorted({s.code for r in results for s in r.sites})
-    rules = [{"id": c, "shortDescription": {"text": _code_title(c) or c},
-              "help": {"text": (advice(c) if c in CODES else "") or _code_title(c) or c}} for c in used]
+    rules = [{"id": c, "shortDescription": {"text": code_title(c) or c},
+              "help": {"text": (advice(c) if c in CODES else "") or code_title(c) or c}} for c in used]
     out = []
     for r in results:
-        uri = r.path.replace(os.sep, "/")
         for s in r.sites:
-            out.append({
+            result = {
                 "ruleId": s.code,
-                "level": "warning" if s.status == MANUAL else "note",
-                "message": {"text": f"{s.kind} {s.status}: {site_reason(s)}"},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri},
-                                                    "region": {"startLine": max(1, s.line), "startColumn": max(1, s.col)}}}],
-            })
+                "level": "note" if s.migrated else "warning",
+                "message": {"text": f"{s.kind} {'unsafe fix' if s.unsafe else s.status}: {site_reason(s)}"},
+                "locations": [_location(r.path, s.line, s.col)],
+            }
+            if s.status == IGNORED:
+                result["suppressions"] = [{"kind": "inSource", "justification": "# tfgradmigrate: ignore"}]
+            if s.proof or s.assumptions:
+                result["properties"] = {"proof": list(s.proof), "assumptions": list(s.assumptions)}
+            out.append(result)
         if r.error:
-            line, col = _error_position(r.error, r.path)
+            line, col = error_position(r.error, r.path)
             out.append({"ruleId": "error", "level": "error", "message": {"text": r.error},
-                        "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri},
-                                                            "region": {"startLine": line, "startColumn": col}}}]})
+                        "locations": [_location(r.path, line, col)]})
     if any(r.error for r in results):
         rules.append({"id": "error", "shortDescription": {"text": "file could not be read or parsed"}})
+    cwd = os.getcwd().replace(os.sep, "/")
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{"tool": {"driver": {"name": "tfgradmigrate", "version": __version__, "rules": rules}},
+                  "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + quote(cwd if cwd.startswith("/") else "/" + cwd)
+                                                       + "/"}},
                   "results": out}],
     }
     return json.dumps(doc, indent=2) + "\n"
 
 
-def _error_position(error: str, path: str) -> tuple[int, int]:
+def error_position(error: str, path: str) -> tuple[int, int]:
     rest = error[len(path) + 1:] if error.startswith(path + ":") else ""
     parts = rest.split(":", 2)
     try:

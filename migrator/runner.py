@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from migrator import files
-from migrator.model import MANUAL, OVERRIDE_MAP, PY_FUNC_GRADIENT, REGISTER_GRADIENT, FileResult
+from migrator.model import IGNORED, MANUAL, OVERRIDE_MAP, PY_FUNC_GRADIENT, REGISTER_GRADIENT, FileResult
 from migrator.pipeline import Options, RunIndex, may_have_sites, module_names_for
 from migrator.project import Project, find_root
 
@@ -51,8 +51,9 @@ class RunResult:
             "mode": mode,
             "files_scanned": len(self.results),
             "files_changed": sum(r.changed for r in self.results),
-            "sites_migrated": sum(s.status != MANUAL for s in sites),
+            "sites_migrated": sum(s.migrated for s in sites),
             "sites_manual": sum(s.status == MANUAL for s in sites),
+            "sites_ignored": sum(s.status == IGNORED for s in sites),
             "sites_unsafe": sum(s.unsafe for s in sites),
             "errors": len(self.errors),
             "seconds": round(self.seconds, 3),
@@ -71,19 +72,51 @@ def migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
         return FileResult(path, error=f"{path}:1:1: internal error: {type(e).__name__}: {e}")
 
 
-def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
+def _migrate_source(src: files.Source, path: str, index: Optional[RunIndex], run: RunOptions) -> tuple[str, str, list]:
+    """(original text, migrated text, sites) of one file; raises FileError."""
     from migrator import pipeline
     from migrator.notebook import migrate_notebook
 
+    text = src.text
+    if is_notebook(path):
+        new, sites = migrate_notebook(text, path, index, run.options)
+    else:
+        new, sites = pipeline.migrate_text(text, path, index, run.options)
+    return text, new, sites
+
+
+def migrate_bytes(raw: bytes, path: str, run: RunOptions) -> tuple[FileResult, bytes]:
+    """Migrate one file that is not on disk (standard input); returns its result and new bytes.
+
+    ``path`` is the name messages use and decides the notebook format.  Never
+    raises and writes nothing; a file with an error comes back as it was.
+    """
+    try:
+        if len(raw) > run.max_bytes:
+            raise files.FileError(f"file too large ({len(raw)} bytes; the limit is {run.max_bytes}), left untouched")
+        if not may_have_sites(raw):
+            return FileResult(path), raw
+        src = files.Source(path, raw, size=len(raw))
+        index = RunIndex(root=find_root([path]) if path != "-" else None)  # facts about the project around it
+        _index_text(index, path, src.text)
+        text, new, sites = _migrate_source(src, path, index, run)
+        data = src.encode(new) if new != text else raw
+    except files.FileError as e:
+        return FileResult(path, error=e.format(path)), raw
+    except Exception as e:  # noqa: BLE001 - report it like any file's crash
+        return FileResult(path, error=f"{path}:1:1: internal error: {type(e).__name__}: {e}"), raw
+    result = FileResult(path, changed=new != text, sites=sites)
+    if run.keep_text and (result.changed or sites):
+        result.original, result.migrated = text, new
+    return result, data
+
+
+def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
     try:
         src = files.read_source(path, run.max_bytes)
         if not may_have_sites(src.raw):
             return FileResult(path)
-        text = src.text
-        if is_notebook(path):
-            new, sites = migrate_notebook(text, path, index, run.options)
-        else:
-            new, sites = pipeline.migrate_text(text, path, index, run.options)
+        text, new, sites = _migrate_source(src, path, index, run)
     except files.FileError as e:  # ParseError and NotebookError are FileErrors
         return FileResult(path, error=e.format(path))
     result = FileResult(path, changed=new != text, sites=sites)
@@ -93,7 +126,7 @@ def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
         except files.FileError as e:
             result.changed = False
             result.error = e.format(path)
-    if result.changed and run.keep_text:
+    if run.keep_text and (result.changed or sites):  # diffs, the HTML report's context, verify
         result.original, result.migrated = text, new
     return result
 
@@ -108,42 +141,61 @@ def index_file(path: str, max_bytes: int) -> tuple[Optional[RunIndex], bool]:
         src = files.read_source(path, max_bytes)
         if not may_have_sites(src.raw):
             return None, False
-        text = src.text
-        if is_notebook(path):
-            from migrator.notebook import code_cells, joined_code, load
-
-            text = joined_code(code_cells(load(text)))
         part = RunIndex()
-        part.add_file(path, text)
+        _index_text(part, path, src.text)
     except Exception:  # noqa: BLE001 - pass 2 reports it
         return RunIndex(), False
     return part, b"gradient_override_map" in src.raw or b"RegisterGradient" in src.raw
 
 
-def _index_all(paths: list[str], run_opts: RunOptions) -> list[tuple[Optional[RunIndex], bool]]:
+def _index_text(index: RunIndex, path: str, text: str) -> None:
+    """Pass-1 facts of one file's text (a notebook's code cells, joined)."""
+    if is_notebook(path):
+        from migrator.notebook import code_cells, joined_code, load
+
+        text = joined_code(code_cells(load(text)))
+    index.add_file(path, text)
+
+
+def _index_all(paths: list[str], run_opts: RunOptions, progress=None) -> list[tuple[Optional[RunIndex], bool]]:
     """Pass 1 over every file, in a pool when the run is big enough to gain from one."""
     jobs = min(run_opts.jobs, len(paths) // 50)
     if jobs > 1:
+        out = []
         try:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 chunk = max(1, len(paths) // (jobs * 8))
-                return list(pool.map(index_file, paths, [run_opts.max_bytes] * len(paths), chunksize=chunk))
+                for part in pool.map(index_file, paths, [run_opts.max_bytes] * len(paths), chunksize=chunk):
+                    out.append(part)
+                    if progress:
+                        progress(1)
+            return out
         except BrokenProcessPool:
-            pass  # a worker died: index in this process instead
-    return [index_file(p, run_opts.max_bytes) for p in paths]
+            paths = paths[len(out):]  # a worker died: index the rest in this process instead
+    else:
+        out = []
+    for p in paths:
+        out.append(index_file(p, run_opts.max_bytes))
+        if progress:
+            progress(1)
+    return out
 
 
 def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int], None]] = None) -> RunResult:
-    """Migrate ``paths`` (already discovered files) and return results in order."""
+    """Migrate ``paths`` (already discovered files) and return results in order.
+
+    ``progress(n)`` is called as files are done: once per file in pass 1 and
+    once per file in pass 2, so a bar of ``2 * len(paths)`` steps moves evenly.
+    """
     start = time.monotonic()
     index = RunIndex(root=find_root(paths))
     results: dict[str, FileResult] = {}
     first, rest = [], []
-    for path, (part, overrides) in zip(paths, _index_all(paths, run_opts)):
+    for path, (part, overrides) in zip(paths, _index_all(paths, run_opts, progress)):
         if part is None:
             results[path] = FileResult(path)
             if progress:
-                progress(1)
+                progress(1)  # nothing for pass 2 to do
             continue
         index.merge(part)
         (first if overrides else rest).append(path)
@@ -151,7 +203,8 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
         index.gradients_patches = Project(index.root, index.sources).gradients_patches()
     for res in _map(first, index, run_opts, progress):
         results[res.path] = res
-        if res.error or any(s.kind in OVERRIDE_KINDS and s.status == MANUAL for s in res.sites):
+        # an acknowledged (ignored) override is still not migrated: it still governs gradients
+        if res.error or any(s.kind in OVERRIDE_KINDS and not s.migrated for s in res.sites):
             index.unmigrated_override_modules |= module_names_for(res.path)
     for res in _map(rest, index, run_opts, progress):
         results[res.path] = res
@@ -228,7 +281,7 @@ def attach_verification(results: list[FileResult], mode: str, rtol=None, atol=No
     in :mod:`migrator.verify`; when it is missing or fails, sites are marked
     unverified rather than failing the run.
     """
-    todo = [r for r in results if r.changed and r.original is not None and any(s.status != MANUAL for s in r.sites)]
+    todo = [r for r in results if r.changed and r.original is not None and any(s.migrated for s in r.sites)]
     if not todo:
         return
     for r in todo:
@@ -270,7 +323,7 @@ def attach_verification(results: list[FileResult], mode: str, rtol=None, atol=No
 
 def _mark(result: FileResult, reason: str) -> None:
     for s in result.sites:
-        if s.status != MANUAL and s.verification is None:
+        if s.migrated and s.verification is None:
             s.verification = {"status": "unverified", "reason": reason}
 
 

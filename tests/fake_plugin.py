@@ -2,7 +2,9 @@
 
 It rewrites ``tf.gradients(`` to ``tape_gradients(`` (a migrated TFG003 site)
 and reports a manual TFG128 site on any line holding ``MANUAL_SITE`` (left
-byte-identical).  ``installed()`` swaps it in for every registered plugin
+byte-identical).  ``tf.hessians(`` is an unsafe fix: rewritten to
+``tape_hessians(`` (TFG005, with an assumption) only under ``--unsafe-fixes``,
+else manual.  ``installed()`` swaps it in for every registered plugin
 and restores the registry afterwards.
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ from migrator.model import MIGRATED as DONE
 class FakeGradients(_plugins.Plugin):
     name = "fake"
     order = 1
-    triggers = (b"gradients", b"MANUAL_SITE")
+    triggers = (b"gradients", b"MANUAL_SITE", b"hessians")
 
     def rewrite(self, module, ctx):
         import libcst as cst
@@ -28,7 +30,17 @@ class FakeGradients(_plugins.Plugin):
                 ctx.sites.append(Site(TF_GRADIENTS, "TFG003", ctx.original_line(n), line.index("tf.gradients(") + 1, DONE))
             if "MANUAL_SITE" in line:
                 ctx.sites.append(Site(TF_GRADIENTS, "TFG128", ctx.original_line(n), 1, MANUAL, "fake manual site"))
+            if "tf.hessians(" in line:  # migrated only under --unsafe-fixes, naming its assumption
+                if ctx.options.unsafe_fixes:
+                    ctx.sites.append(Site(TF_GRADIENTS, "TFG005", ctx.original_line(n), 1, DONE,
+                                          proof=["fake: ys is computed in this block"],
+                                          assumptions=["fake: `f` creates no op of a mapped type"]))
+                else:
+                    ctx.sites.append(Site(TF_GRADIENTS, "TFG128", ctx.original_line(n), 1, MANUAL,
+                                          "fake: needs --unsafe-fixes"))
         new = code.replace("tf.gradients(", "tape_gradients(")
+        if ctx.options.unsafe_fixes:
+            new = new.replace("tf.hessians(", "tape_hessians(")
         return module if new == code else cst.parse_module(new)
 
 

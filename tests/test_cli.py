@@ -37,7 +37,9 @@ def snapshot(folder):
 def test_help_lists_every_flag():
     r = run_cli("--help")
     assert r.exit_code == 0
-    for flag in ["--diff", "--check", "--report", "--jobs", "--exclude", "--annotate", "--verify", "--select", "--config", "verify ORIGINAL MIGRATED"]:
+    for flag in ["--diff", "--check", "--report", "--jobs", "--exclude", "--annotate", "--verify", "--select", "--config",
+                 "verify ORIGINAL MIGRATED", "--output-format", "--statistics", "--exit-zero", "--stdin-filename",
+                 "--force-exclude", "--respect-gitignore", "NO_COLOR", "tfgradmigrate: ignore["]:
         assert flag in r.stdout
 
 
@@ -185,10 +187,21 @@ def test_default_excludes(tree):
 
 
 def test_select_runs_only_named_plugins(tree):
-    before = snapshot(tree)
-    assert run_cli("--select", "not-a-plugin", tree).exit_code == 0
-    assert snapshot(tree) == before
     assert run_cli("--select", "fake", tree).exit_code == 1
+    assert (tree / "pkg" / "a.py").read_text() == MIGRATED
+
+
+@pytest.mark.parametrize("where", ["flag", "config"])
+def test_select_with_an_unknown_name_is_a_usage_error_naming_the_valid_ones(tree, where):
+    before = snapshot(tree)
+    if where == "flag":
+        r = run_cli("--select", "fake,gradient", tree)
+    else:
+        (tree / "pyproject.toml").write_text('[tool.tfgradmigrate]\nselect = ["gradient"]\n')
+        r = run_cli(tree)
+    assert r.exit_code == 2
+    assert "unknown plugin 'gradient'; valid names: fake" in r.stderr
+    assert snapshot(tree) == before
 
 
 def test_json_report_shape(tree):
@@ -356,6 +369,6 @@ def test_python_dash_m_and_console_script(tree):
     r = subprocess.run([sys.executable, "-m", "migrator", "--check", str(tree / "plain.py")],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
-    assert "1 files scanned" in r.stderr
+    assert "1 file scanned" in r.stderr
     r = subprocess.run([sys.executable, "-m", "migrator", "verify", "--help"], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "ORIGINAL MIGRATED" in r.stdout

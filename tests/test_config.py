@@ -1,6 +1,8 @@
 """[tool.tfgradmigrate] in the nearest pyproject.toml."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from migrator import config
@@ -58,12 +60,40 @@ def test_no_file_no_table():
     assert config.load(None) == {}
 
 
-def test_fallback_reader_for_old_pythons_agrees_with_tomllib():
-    tomllib = pytest.importorskip("tomllib")
-    assert config.parse_tool_table(TABLE)["tool"]["tfgradmigrate"] == tomllib.loads(TABLE)["tool"]["tfgradmigrate"]
-    assert config.parse_tool_table("[project]\nname = 'x'\n") == {}
-    with pytest.raises(ValueError):
-        config.parse_tool_table("[tool.tfgradmigrate]\njobs = [1, 2\n")
+def test_tomli_reads_what_tomllib_reads_on_old_pythons(tmp_path, monkeypatch):
+    """Before 3.11 the file goes to tomli (a dependency there), not to a hand-written subset reader."""
+    tomli = pytest.importorskip("tomli")
+    monkeypatch.setattr(config, "_toml", lambda: tomli)
+    p = tmp_path / "pyproject.toml"
+    # inline tables, multi-line strings and dotted keys: beyond any subset reader
+    p.write_text(TABLE + '\n[tool.tfgradmigrate.verify]\n"m:f" = { args = [{ shape = [2] }] }\n'
+                 'note = """two\nlines"""\n')
+    table = config.load(str(p))
+    assert table["exclude"] == ["third_party", "*_pb2.py"] and table["atol"] == 0.0
+    assert table["verify"] == {"m:f": {"args": [{"shape": [2]}]}, "note": "two\nlines"}
+    p.write_text("[tool.tfgradmigrate]\njobs = [1, 2\n")
+    with pytest.raises(config.ConfigError, match="invalid TOML"):
+        config.load(str(p))
+
+
+def test_old_pythons_depend_on_tomli():
+    import re
+
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")) as fh:
+        assert re.search(r"\"tomli>=[\d.]+; python_version < '3.11'\"", fh.read())
+
+
+def test_config_search_stops_at_the_repository_root(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.tfgradmigrate]\njobs = 1\n")
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / ".git").mkdir()
+    assert config.find_pyproject([str(repo / "src")]) is None  # the one above the repository is not ours
+    (repo / ".git").rmdir()
+    (repo / ".git").write_text("gitdir: elsewhere\n")  # a worktree or submodule marks a root too
+    assert config.find_pyproject([str(repo / "src")]) is None
+    (repo / "pyproject.toml").write_text("")
+    assert config.find_pyproject([str(repo / "src")]) == str(repo / "pyproject.toml")
 
 
 def test_verify_inputs_table_and_the_verify_switch_share_one_key(tmp_path):

@@ -253,8 +253,11 @@ def test_exclude_glob_on_relative_path(tmp_path):
         p = tmp_path / rel
         p.parent.mkdir(parents=True)
         p.write_text("")
-    found = files.discover([str(tmp_path)], excludes=["tests/data"])
+    # a pattern with a slash is relative to the folder it is given for (the current one for --exclude)
+    found = files.discover([str(tmp_path)], excludes=[files.ExcludeSet(["tests/data"], str(tmp_path))])
     assert [os.path.relpath(p, tmp_path) for p in found.files] == [os.path.join("keep", "a.py")]
+    found = files.discover([str(tmp_path)], excludes=[files.ExcludeSet(["tests/data"], str(tmp_path / "keep"))])
+    assert len(found.files) == 2
 
 
 def test_decode_roundtrip_of_source():

@@ -48,19 +48,78 @@ def test_code_cells_migrate_and_the_rest_keeps_its_bytes(tmp_path, indent):
     new = f.read_text(encoding="utf-8")
     expected = json.loads(original)
     expected["cells"][3]["source"] = ["g = tape_gradients(y, x)\n", "print(g)"]
+    # the shell line is masked, not a reason to skip the cell: the code below it migrates
+    expected["cells"][4]["source"] = ["!pip list | grep gradients\n", "h = tape_gradients(y, x)\n"]
     assert json.loads(new) == expected
-    # only the migrated line differs, byte for byte
-    assert new == original.replace('"g = tf.gradients(y, x)\\n"', '"g = tape_gradients(y, x)\\n"')
-    site = json.loads((tmp_path / "r.json").read_text())["files"][0]["sites"][0]
-    assert (site["line"], site["notes"]) == (1, ["cell 3"])
+    # only the migrated lines differ, byte for byte
+    assert new == original.replace('"g = tf.gradients(y, x)\\n"', '"g = tape_gradients(y, x)\\n"').replace(
+        '"h = tf.gradients(y, x)\\n"', '"h = tape_gradients(y, x)\\n"')
+    sites = json.loads((tmp_path / "r.json").read_text())["files"][0]["sites"]
+    assert [(s["code"], s["status"], s["line"], s["notes"]) for s in sites] == [
+        ("TFG136", "manual", 1, ["cell 2"]),  # `%time g = tf.gradients(...)`: reported, not rewritten
+        ("TFG003", "migrated", 1, ["cell 3"]),
+        ("TFG003", "migrated", 2, ["cell 4"]),
+    ]
+    assert f"{f}:cell 2:1:11: TFG136 manual tf_gradients: `tf.gradients` is called inside an IPython magic" in r.stderr
 
 
 def test_notebook_without_sites_is_byte_identical(tmp_path):
     f = tmp_path / "nb.ipynb"
-    original = make_nb([CELLS[0], CELLS[1], CELLS[2]])
+    original = make_nb([CELLS[0], CELLS[1], cell("code", ["%matplotlib inline\n", "import numpy as np\n"])])
     f.write_text(original)
     assert run_cli(f).exit_code == 0
     assert f.read_text() == original
+
+
+def test_a_gradient_call_in_a_magic_line_is_reported_and_can_be_acknowledged(tmp_path):
+    f = tmp_path / "nb.ipynb"
+    original = make_nb([cell("code", ["%time g = tf.gradients(y, x)  # tfgradmigrate: ignore[TFG136]\n",
+                                      "%timeit tf.hessians(y, x)\n"])])
+    f.write_text(original)
+    r = run_cli("--report", tmp_path / "r.json", f)
+    assert r.exit_code == 1  # the second one still needs a person
+    assert f.read_text() == original
+    sites = json.loads((tmp_path / "r.json").read_text())["files"][0]["sites"]
+    assert [(s["code"], s["kind"], s["status"], s["line"]) for s in sites] == [
+        ("TFG136", "tf_gradients", "ignored", 1), ("TFG136", "hessians", "manual", 2)]
+    f.write_text(original.replace("%timeit tf.hessians(y, x)", "%timeit tf.hessians(y, x)  # tfgradmigrate: ignore"))
+    assert run_cli(f).exit_code == 0
+
+
+def test_magic_lines_keep_their_place_in_blocks_and_python_cell_magics(tmp_path):
+    f = tmp_path / "nb.ipynb"
+    loop = ["for i in range(2):\n", "    %time f(i)\n", "    x = !ls\n", "g = tf.gradients(y, x)\n"]
+    timed = ["%%time\n", "h = tf.gradients(y, x)\n"]
+    bash = ["%%bash\n", "echo tf.gradients(y, x)\n"]
+    original = make_nb([cell("code", loop), cell("code", timed), cell("code", bash)])
+    f.write_text(original)
+    assert run_cli(f).exit_code == 1
+    cells = json.loads(f.read_text())["cells"]
+    assert cells[0]["source"] == loop[:3] + ["g = tape_gradients(y, x)\n"]
+    assert cells[1]["source"] == ["%%time\n", "h = tape_gradients(y, x)\n"]
+    assert cells[2]["source"] == bash  # not Python: left alone, nothing reported
+
+
+def test_a_rewrite_that_would_move_a_magic_line_is_refused(tmp_path, monkeypatch):
+    # a rewrite that indents every line (as wrapping code in a `with` block does)
+    real = fake_plugin.FakeGradients.rewrite
+
+    def indent_all(self, module, ctx):
+        import libcst as cst
+
+        out = real(self, module, ctx)
+        body = "".join("    " + ln if ln.strip() else ln for ln in out.code.splitlines(keepends=True))
+        return cst.parse_module("if True:\n" + body)
+
+    monkeypatch.setattr(fake_plugin.FakeGradients, "rewrite", indent_all)
+    f = tmp_path / "nb.ipynb"
+    original = make_nb([cell("code", ["%time f()\n", "g = tf.gradients(y, x)\n"])])
+    f.write_text(original)
+    r = run_cli("--report", tmp_path / "r.json", f)
+    assert f.read_text() == original
+    site = json.loads((tmp_path / "r.json").read_text())["files"][0]["sites"][0]
+    assert site["status"] == "manual" and "IPython magic" in site["notes"][-1]
+    assert r.exit_code == 1
 
 
 def test_broken_notebook_is_an_error_and_untouched(tmp_path):
@@ -92,14 +151,62 @@ def test_string_sources_and_diff(tmp_path):
     assert f.read_text() == original
 
 
-@pytest.mark.parametrize("line", ["%matplotlib inline", "!ls", "x = !ls", "obj?", "%%bash", "  %timeit f()"])
+MAGICS = ["%matplotlib inline", "!ls", "x = !ls", "obj?", "tf.gradients??", "?obj", "%%bash", "  %timeit f()",
+          "files = %sx ls"]
+NOT_MAGICS = ["x = a % b", "print('why?')", "if x != y: pass", "d = {'a': 1}", "y = x  # really?", "s = '%d' % n"]
+
+
+@pytest.mark.parametrize("line", MAGICS)
 def test_magic_detection(line):
-    assert notebook._has_magic(line + "\n")
+    assert notebook.is_magic(line)
 
 
-@pytest.mark.parametrize("line", ["x = a % b", "print('why?')", "if x != y: pass", "d = {'a': 1}"])
+@pytest.mark.parametrize("line", NOT_MAGICS)
 def test_not_magic(line):
-    assert not notebook._has_magic(line + "\n")
+    assert not notebook.is_magic(line)
+
+
+@pytest.mark.parametrize("line", MAGICS + NOT_MAGICS)
+def test_magic_detection_agrees_with_ipython(line):
+    """IPython's own input transformer rewrites exactly the lines we mask."""
+    transformer = pytest.importorskip("IPython.core.inputtransformer2")
+    source = line.strip() + "\n"
+    if line.startswith("%%"):
+        source += "echo hi\n"
+    ipython_sees_magic = "get_ipython()" in transformer.TransformerManager().transform_cell(source)
+    assert notebook.is_magic(line) == ipython_sees_magic
+
+
+LAYOUTS = {
+    "nbformat": dict(indent=1, sort_keys=True, ensure_ascii=False),
+    "colab": dict(indent=2, sort_keys=False, ensure_ascii=False),
+    "ascii escapes": dict(indent=1, sort_keys=True, ensure_ascii=True),
+    "four spaces": dict(indent=4, sort_keys=False, ensure_ascii=False),
+    "no indent": dict(indent=0, sort_keys=True, ensure_ascii=False),
+    "compact": dict(separators=(",", ":"), sort_keys=False, ensure_ascii=False),
+}
+
+
+@pytest.mark.parametrize("tail", ["\n", ""])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_layout_round_trip_changes_only_the_migrated_line(tmp_path, layout, tail):
+    nb = json.loads(make_nb(CELLS))
+    kw = LAYOUTS[layout]
+    original = json.dumps(nb, **kw) + tail
+    f = tmp_path / "nb.ipynb"
+    f.write_text(original, encoding="utf-8")
+    run_cli(f)
+    nb["cells"][3]["source"][0] = "g = tape_gradients(y, x)\n"
+    nb["cells"][4]["source"][1] = "h = tape_gradients(y, x)\n"
+    assert f.read_text(encoding="utf-8") == json.dumps(nb, **kw) + tail
+
+
+def test_crlf_notebook_keeps_its_newlines(tmp_path):
+    original = make_nb([cell("code", ["g = tf.gradients(y, x)\n"])]).replace("\n", "\r\n")
+    f = tmp_path / "nb.ipynb"
+    f.write_bytes(original.encode())
+    run_cli(f)
+    assert f.read_bytes() == original.replace("tf.gradients(", "tape_gradients(").encode()
 
 
 def test_unknown_layout_falls_back_to_nbformat_style(tmp_path):

@@ -1,12 +1,18 @@
-"""The hooks in .pre-commit-hooks.yaml, run for real with `pre-commit try-repo`."""
+"""The hooks in .pre-commit-hooks.yaml, run for real with `pre-commit try-repo`.
+
+Slow (pre-commit builds the hook's environment once per session): marked ``slow``.
+"""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 
 import pytest
+
+pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +28,7 @@ def _pre_commit() -> list[str]:
 def hook_home(tmp_path_factory):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    if not os.path.isdir(os.path.join(ROOT, ".git")):
+    if not os.path.exists(os.path.join(ROOT, ".git")):  # a folder, or a file in a worktree
         pytest.skip("not a git checkout")
     return tmp_path_factory.mktemp("pre-commit-home")
 
@@ -41,11 +47,18 @@ def try_repo(repo, home):
                           cwd=repo, capture_output=True, text=True, env=env, timeout=900)
 
 
+def notebook(*cells):
+    return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                                  "source": list(c)} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1, sort_keys=True) + "\n"
+
+
 @pytest.fixture
 def repo(tmp_path):
     git(tmp_path, "init", "-q")
     (tmp_path / "plain.py").write_text("import tensorflow as tf\nx = tf.constant(1.0)\n")
     (tmp_path / "notes.txt").write_text("tf.gradients is mentioned here, but this is not Python\n")
+    (tmp_path / "clean.ipynb").write_text(notebook(["%matplotlib inline\n", "import tensorflow as tf\n"]))
     git(tmp_path, "add", ".")
     return tmp_path
 
@@ -65,3 +78,40 @@ def test_hooks_pass_on_clean_code_and_fail_on_a_broken_file(repo, hook_home):
     assert bad.stdout.count("old.py:1:") == 2  # the tool's one-line error, shown by pre-commit
     assert (repo / "old.py").read_text() == broken
     assert "notes.txt" not in bad.stdout  # types: [python]
+
+
+MANUAL = "import tensorflow as tf\n\n\ndef f(y, x):\n    return tf.gradients(y, x){}\n"
+
+
+def test_notebooks_go_to_the_hooks_and_a_suppression_comment_lets_them_pass(repo, hook_home):
+    # a notebook the tool cannot read: both hooks see it and fail (types_or: [python, jupyter])
+    (repo / "broken.ipynb").write_text('{"cells": [ "tf.gradients(" ')
+    git(repo, "add", "broken.ipynb")
+    bad = try_repo(repo, hook_home)
+    assert bad.stdout.count("Failed") == 2, bad.stdout + bad.stderr
+    assert bad.stdout.count("broken.ipynb:1:") == 2
+    git(repo, "rm", "-q", "--cached", "broken.ipynb")
+    (repo / "broken.ipynb").unlink()
+    # a manual site fails the check hook for ever, unless a person acknowledges it
+    (repo / "manual.py").write_text(MANUAL.format(""))
+    (repo / "manual.ipynb").write_text(notebook(["import tensorflow as tf\n"], ["%time g = tf.gradients(y, x)\n"]))
+    git(repo, "add", "manual.py", "manual.ipynb")
+    blocked = try_repo(repo, hook_home)
+    assert blocked.returncode != 0
+    assert "manual.py:5:12: TFG120" in blocked.stdout and "manual.ipynb:cell 1:1:11: TFG136" in blocked.stdout
+    (repo / "manual.py").write_text(MANUAL.format("  # tfgradmigrate: ignore[TFG120]"))
+    (repo / "manual.ipynb").write_text(notebook(["import tensorflow as tf\n"],
+                                                ["%time g = tf.gradients(y, x)  # tfgradmigrate: ignore\n"]))
+    git(repo, "add", "manual.py", "manual.ipynb")
+    ok = try_repo(repo, hook_home)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.stdout.count("Passed") == 2
+
+
+def test_force_exclude_keeps_configured_excludes_out_of_the_hooks(repo, hook_home):
+    (repo / "pyproject.toml").write_text('[tool.tfgradmigrate]\nexclude = ["vendored"]\n')
+    (repo / "vendored").mkdir()
+    (repo / "vendored" / "old.py").write_text('print "old", tf.gradients(y, x)\n')  # would be an error
+    git(repo, "add", ".")
+    ok = try_repo(repo, hook_home)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
