@@ -29,7 +29,7 @@ ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 MAX_FILES = 20000
 MAX_BYTES = 5 * 1024 * 1024
 #: text that may rebind ``gradients`` on a module (confirmed with ast before it counts)
-PATCH_HINT = r"""\.gradients\s*=[^=]|["']gradients["']\s*\]\s*=|setattr\(|__dict__\.update"""
+PATCH_HINT = r"""\.gradients\s*=[^=]|["']gradients["']\s*\]\s*=|setattr\(|\.update\("""
 
 
 def find_root(paths: Iterable[str]) -> Optional[str]:
@@ -241,17 +241,25 @@ def gradients_patch_nodes(tree: ast.AST) -> list[ast.AST]:
                     and not (isinstance(t.value, ast.Name) and t.value.id == "self"):
                 out.append(node)
             elif isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "gradients":
-                if isinstance(t.value, ast.Attribute) and t.value.attr == "__dict__":
+                if _is_namespace(t.value):
                     out.append(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "gradients":
             out.append(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
-                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "__dict__" \
-                and any(isinstance(k, ast.Constant) and k.value == "gradients"
-                        for a in node.args if isinstance(a, ast.Dict) for k in a.keys):
+                and _is_namespace(node.func.value) \
+                and (any(isinstance(k, ast.Constant) and k.value == "gradients"
+                         for a in node.args if isinstance(a, ast.Dict) for k in a.keys)
+                     or any(kw.arg == "gradients" for kw in node.keywords)):
             out.append(node)
     return out
+
+
+def _is_namespace(node: ast.AST) -> bool:
+    """``m.__dict__`` or ``vars(m)``: a module's namespace as a dict."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return True
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars"
 
 
 def _imports(project: Project, path: str):

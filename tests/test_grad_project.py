@@ -148,3 +148,22 @@ def test_a_tape_never_spans_notebook_cells():
     new, sites = migrate_notebook(text, "nb.ipynb", RunIndex(), Options())
     assert new == text
     assert [(s.status, s.code) for s in sites] == [(MANUAL, "TFG134")]
+
+
+def test_a_list_the_caller_fills_after_binding_is_not_a_constant(tmp_path):
+    lib = write(tmp_path, "lib.py", """\
+        import tensorflow as tf
+
+        def input_gradient(endpoints, x):
+            loss = tf.reduce_sum(tf.nn.softplus(endpoints[-1])) + tf.reduce_sum(x)
+            return tf.gradients(loss, x)[0]
+
+
+        x = tf.constant([[0.2, -0.7]])
+        endpoints = []
+        endpoints.append(tf.tanh(x))
+        g = input_gradient(endpoints, x)
+        """)
+    (site,) = run([lib])["lib.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG129")
+    assert "parameter `endpoints` does not depend on `x`" in site.reason

@@ -71,7 +71,9 @@ def test_gradients_patches_in_every_spelling(tmp_path):
     write(tmp_path, "p2.py", "import tensorflow as tf\nsetattr(tf, 'gradients', f)\n")
     write(tmp_path, "p3.py", "from tensorflow.python.ops import gradients_impl\ngradients_impl.gradients = f\n")
     write(tmp_path, "p4.py", "import tensorflow as tf\ntf.gradients = f\n")
+    write(tmp_path, "p5.py", "import tensorflow as tf\ntf.__dict__.update(gradients=f)\n")
+    write(tmp_path, "p6.py", "import tensorflow as tf\nvars(tf)['gradients'] = f\n")
     write(tmp_path, "ok.py", "import tensorflow as tf\ng = tf.gradients(y, x)\nself_gradients = 1\n"
                              "class A:\n    def __init__(self):\n        self.gradients = []\n")
     found = Project(str(tmp_path)).gradients_patches()
-    assert sorted(loc.path.rsplit("/", 1)[-1] for loc in found) == ["p1.py", "p2.py", "p3.py", "p4.py"]
+    assert sorted(loc.path.rsplit("/", 1)[-1] for loc in found) == ["p1.py", "p2.py", "p3.py", "p4.py", "p5.py", "p6.py"]

@@ -129,8 +129,36 @@ def constant_like(expr: Optional[ast.AST], scope: Optional[ast.AST], module: ast
         for where in ([scope] if scope is not None and scope is not module else []) + [module]:
             vals = _bindings(where, expr.id)
             if vals:
-                return len(vals) == 1 and vals[0] is not None and constant_like(vals[0], where, module, hops + 1)
+                if len(vals) != 1 or vals[0] is None:
+                    return False
+                if _mutable(vals[0]) and _mutated(where, expr.id):
+                    return False  # `endpoints = []` then `endpoints.append(h)`: filled later
+                return constant_like(vals[0], where, module, hops + 1)
         return False
+    return False
+
+
+def _mutable(value: ast.AST) -> bool:
+    return isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "dict", "set"))
+
+
+def _mutated(scope: ast.AST, name: str) -> bool:
+    """Whether ``scope`` may change the object ``name`` holds in place: a method call on it,
+    an item or attribute assignment, or handing it to another call."""
+    for node in _walk_scope(scope):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+                    and node.func.value.id == name:
+                return True
+            if any(isinstance(a, ast.Name) and a.id == name for a in node.args) or \
+                    any(isinstance(k.value, ast.Name) and k.value.id == name for k in node.keywords):
+                return True
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(t.value, ast.Name)
+                   and t.value.id == name for t in targets):
+                return True
     return False
 
 

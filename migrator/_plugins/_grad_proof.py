@@ -371,6 +371,9 @@ class Prover:
             self._assume(c, f"`{r}` (an attribute set elsewhere) does not depend on {srcs}", r)
             return
         if root in sc.locals:
+            writers = [it for it in sc.prefix if touches(it.fx.writes, {r})]
+            if writers and all(it.inert for it in writers):
+                return  # bound outside the block to literals only (`for k in range(3)`)
             if touches(self.prefix_tainted, {r}):
                 raise Refuse("TFG130", f"`{r}` is computed from {srcs} outside the block that holds the call, where "
                                        "a tape here cannot see it; open the tape in the enclosing block, around the "

@@ -304,7 +304,10 @@ class GradientRewrite:
                 before += [item_for(self, s_, set()) for s_ in siblings[idx + 1:]]
             prefix = before + prefix
             for header in _headers(owner):
-                prefix.append(Item(None, effects(header), False))
+                if isinstance(header, cst.Assign):  # `for k in range(3)`: inert when its iterable is
+                    prefix.append(item_for(self, cst.SimpleStatementLine([header]), set()))
+                else:
+                    prefix.append(Item(None, effects(header), False))
             cur = parent_block
         func = self.parents.get(cur) if cur is not None else None
         if isinstance(func, cst.FunctionDef):
