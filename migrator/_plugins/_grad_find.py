@@ -113,6 +113,8 @@ class Call:
     lifted: Optional[dict] = None
     #: the sources are an expression of names (``[a[i], b]``, ``x + ys``): the tape watches the names
     xs_leaves: bool = False
+    #: names generated for this call (a hoisted target, a hessian's inner gradient), kept across plans
+    names: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -122,7 +122,8 @@ class BlockPlanner:
         ys = c.ys
         keys = chain_items(ys) if not isinstance(ys, cst.Tuple) else None
         if keys is None:
-            name = an.names.fresh(_readable(ys))
+            name = c.names.get("ys") or an.names.fresh(_readable(ys))  # planned again: same name
+            c.names["ys"] = name
             it = item_for(an, ys, shadowed, frozenset(self.scope_locals))
             it.fx.writes = {name}
             it.fx.assigns = {name}
@@ -137,7 +138,8 @@ class BlockPlanner:
             inner = Call(node=None, kind="grad", ys=ys_expr, xs=c.xs, partner=c, line=c.line, col=c.col)
             c.partner = inner
             key = dotted(c.xs) or dotted(c.xs.elements[0].value)
-            tname = an.names.fresh(f"d{_short(ys_keys)}_d{key.rsplit('.', 1)[-1]}")
+            tname = c.names.get("inner") or an.names.fresh(f"d{_short(ys_keys)}_d{key.rsplit('.', 1)[-1]}")
+            c.names["inner"] = tname
             inner.target = tname
             inner.ys_keys = ys_keys
             fx = Effects(reads=set(ys_keys) | {k_ for k_, _ in chain_items(c.xs)}, writes={tname}, assigns={tname})

@@ -116,10 +116,15 @@ class GradientRewrite:
         order = sorted(by_block.values(), key=lambda bc: -self._depth(bc[0]))
         planner = BlockPlanner(self)
         plans: dict[int, tuple] = {}
-        for block, members in order:
-            plan = planner.plan(block, members, self._block_scope(block))
-            if plan is not None:
-                plans[id(block)] = plan
+        for _round in range(3):  # a refusal in one block may refuse a tape over a call of it in another
+            refused = {id(c) for c in self.calls if c.refused is not None}
+            for block, members in order:
+                plan = planner.plan(block, members, self._block_scope(block))
+                plans.pop(id(block), None)
+                if plan is not None:
+                    plans[id(block)] = plan
+            if {id(c) for c in self.calls if c.refused is not None} == refused:
+                break
         namer = TapeNamer(self.names)
         for block, _members in reversed(order):
             if id(block) in plans:
@@ -360,6 +365,10 @@ class GradientRewrite:
             if helper:
                 raise Refuse("TFG122", f"`{helper}` enters gradient_override_map around these ops; a tape would "
                                        "ignore that override: migrate the helper to tf.custom_gradient first")
+        manual = self._calls_manual_gradient(flat, s, e)
+        if manual:
+            raise Refuse("TFG128", f"the tape would differentiate through `{manual}(...)`, whose gradient call "
+                                   "stays manual; migrate that one first, then re-run")
         if not self.find.session:
             self._no_collections(c, flat, s, e)
         if self.find.session:
@@ -387,6 +396,51 @@ class GradientRewrite:
                  f"open the tape in the caller of `{scope.func.name.value}`")
         return Refuse("TFG129", "the tape is right only if " + "; and ".join(c.assumptions) +
                       f". If that holds, re-run with --unsafe-fixes; otherwise {where}")
+
+    def _calls_manual_gradient(self, flat: list, s: int, e: int) -> Optional[str]:
+        """A function of this module, called in the region, that holds (or calls one that holds)
+        a gradient call left manual: a Hessian-vector product over it needs that one first."""
+        holders = self._manual_gradient_defs()
+        for i in range(s, e + 1):
+            node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
+            for call in calls_in(node) if node is not None else ():
+                fn = call.func
+                name = fn.value if isinstance(fn, cst.Name) else fn.attr.value if isinstance(fn, cst.Attribute) else None
+                if name in holders:
+                    return self.code(fn)
+        return None
+
+    def _manual_gradient_defs(self) -> set:
+        """Names of this module's functions and methods that hold a manual gradient call, closed
+        over calls by name (a function calling one of them holds one too)."""
+        direct: set = set()
+        defs: dict = {}
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node):
+                defs.setdefault(node.name.value, []).append(node)
+
+        self.module.visit(V())
+        for c in self.calls:
+            if c.refused is not None and c.node is not None:
+                cur = self.parents.get(c.node)
+                while cur is not None and not isinstance(cur, cst.FunctionDef):
+                    cur = self.parents.get(cur)
+                if cur is not None:
+                    direct.add(cur.name.value)
+        holders = set(direct)
+        changed = True
+        while changed:
+            changed = False
+            for name, nodes in defs.items():
+                if name in holders:
+                    continue
+                called = {cl.func.value if isinstance(cl.func, cst.Name) else getattr(getattr(cl.func, "attr", None), "value", None)
+                          for n in nodes for cl in calls_in(n.body)}
+                if called & holders:
+                    holders.add(name)
+                    changed = True
+        return holders
 
     def _no_collections(self, c: Call, flat: list, s: int, e: int) -> None:
         """Outside a Session script the code runs in TF2, where graph collections are empty: a
