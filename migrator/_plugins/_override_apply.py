@@ -6,7 +6,7 @@ from typing import Sequence, Union
 
 import libcst as cst
 
-from migrator._plugins._override_analysis import OverridePlan
+from migrator._plugins._override_model import OverridePlan
 
 _Stmt = Union[cst.BaseStatement, cst.BaseSmallStatement]
 
@@ -74,9 +74,13 @@ class _Apply(cst.CSTTransformer):
                 exprs = _input_exprs(original, updated, cand)
                 args = [cst.Arg(e) for e in exprs]
         elif isinstance(updated, cst.BinaryOperation):
-            args = [cst.Arg(updated.left), cst.Arg(updated.right)]
+            operands = [updated.left, updated.right]
+            args = [cst.Arg(operands[i]) for i in cand.slots]
         else:
             args = [cst.Arg(updated.expression)]
+        for k, other in cand.convert.items():  # TF1 converted a Python operand to the other one's dtype
+            conv = cst.parse_expression(f"{self.plan.tf_alias}.convert_to_tensor(_, dtype={other}.dtype)")
+            args[k] = cst.Arg(conv.with_changes(args=[cst.Arg(args[k].value), conv.args[1]]))
         return cst.Call(cst.Name(name), args, lpar=updated.lpar, rpar=updated.rpar)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -118,6 +122,8 @@ class _Apply(cst.CSTTransformer):
                 continue
             before = [_parse_stmt(src, self.module) for src in self.plan.insert_before.get(orig, ())]
             footer = []
+            if orig in self.plan.replace_stmt:
+                upd = self.plan.replace_stmt[orig]
             if orig in self.plan.dissolve:
                 pieces, footer = self._dissolve(upd)
                 if not out:  # the with opened its block: so does its first statement now
@@ -286,8 +292,8 @@ class _Cleanup(cst.CSTTransformer):
 class _ScopedDead(cst.CSTVisitor):
     """Which maybe-dead assignments are dead in the function (or module) that holds them."""
 
-    def __init__(self, names: set[str]):
-        self.names = names
+    def __init__(self, names: set[str], keep: set = frozenset()):
+        self.names = names - set(keep)
         self.dead_stmts: set = set()
         self.counts: list[Counter] = []
 
@@ -313,7 +319,7 @@ class _ScopedDead(cst.CSTVisitor):
 
 
 def _dead(module: cst.Module, plan: OverridePlan) -> tuple[set, set[str]]:
-    scan = _ScopedDead(plan.maybe_dead)
+    scan = _ScopedDead(plan.maybe_dead, plan.keep)
     module.visit(scan)
     counts = _name_counts(module)
     imports = {alias for alias in plan.maybe_dead_imports if counts[alias] == 1}  # only the import itself

@@ -1,0 +1,306 @@
+"""Obligations about what else sees the rewritten code: registrations and op identity.
+
+* A registration may go only when no other code uses the gradient name (another
+  file's map, a registry lookup) and nothing calls the registered function
+  directly (its ``(op, grad)`` signature changes).  A registration behind an
+  ``if`` guard is hoisted out of it, or refused: the helper must exist on every
+  call, not only on the first.
+* Under ``tf.custom_gradient`` the wrapped op's output is an ``IdentityN``
+  output (graph mode): its ``.op``, ``.op.inputs``, ``.op.type`` and tensor name
+  change.  A program that reads them, or looks tensors up by name, is refused.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from typing import Optional
+
+import libcst as cst
+
+from migrator._plugins._override_model import Candidate, Evidence, Refuse, Registration, code
+
+_IDENTITY_ATTRS = {"op", "name", "consumers", "value_index"}
+#: code tokens that read a graph by op or tensor name
+NAME_READS = (b"get_tensor_by_name", b"get_operation_by_name", b"get_operations", b"as_graph_def")
+
+
+class RegistrationProof:
+    def __init__(self, prover):
+        self.p = prover
+        self.found, self.col, self.project = prover.found, prover.col, prover.project
+        self._strings: Optional[list[cst.SimpleString]] = None
+        self._name_reads: Optional[list] = None
+
+    # -- registrations ------------------------------------------------------
+    def check(self, reg: Registration, ev: Evidence) -> Optional[cst.If]:
+        """Prove the registration can go; return the `if` guard to hoist the helper out of."""
+        guard = self._guard(reg)
+        self._name_users(reg, guard, ev)
+        self._direct_calls(reg, ev)
+        return guard
+
+    def _guard(self, reg: Registration) -> Optional[cst.If]:
+        if not reg.enclosing:
+            return None
+        where = f"line {reg.line}"
+        if reg.fn is not None and reg.decorator is not None and len(reg.enclosing) == 1 \
+                and isinstance(reg.enclosing[0], cst.If):
+            guard = reg.enclosing[0]
+            body = guard.body.body if isinstance(guard.body, cst.IndentedBlock) else []
+            if guard.orelse is None and len(body) == 1 and body[0] is reg.fn and _pure(guard.test):
+                return guard
+        if reg.stmt is not None:
+            return None  # `RegisterGradient(k)(fn)` in a guard: only that statement goes, the def stays
+        raise Refuse("TFG114", f"the registration at {where} runs only on some paths (it sits in "
+                               f"`{_header(reg.enclosing[-1])}`); the helper it becomes would be missing on the "
+                               "others; define the gradient function unconditionally, or migrate by hand")
+
+    def _name_users(self, reg: Registration, guard: Optional[cst.If], ev: Evidence) -> None:
+        if reg.key[0] != "lit":
+            ev.prove(f"gradient name `{reg.key[2]}` is built at run time here: no other code can name it")
+            return
+        name = reg.key[1]
+        uses = self.project.string_uses(name) if self.project is not None else []
+        if uses is None:
+            raise Refuse("TFG112", f"the project is too big to check that no other file uses gradient {name!r}")
+        others = [u for u in uses if os.path.abspath(u.path) != self.p.path]
+        if others:
+            o = others[0]
+            raise Refuse("TFG112", f"gradient {name!r} is also named in {os.path.relpath(o.path, os.path.dirname(self.p.path))}"
+                                   f":{o.line}, which still needs the registration; migrate the override there "
+                                   "first (or in the same run), or by hand")
+        allowed = self._allowed_strings(guard)
+        for s in self._file_strings():
+            if s.evaluated_value == name and s not in allowed:
+                raise Refuse("TFG112", f"line {self.found.line(s)} reads gradient name {name!r} (a registry "
+                                       "lookup?); removing the registration would change it; migrate by hand")
+        n = len(self.p.reach() or [self.p.path])
+        ev.prove(f"registration {name!r} is used by no other file (searched the project)"
+                 if n else f"registration {name!r} is used by no other file")
+
+    def _allowed_strings(self, guard: Optional[cst.If]) -> set:
+        allowed: set = set()
+        for reg in self.col.registrations:
+            call = reg.decorator.decorator if reg.decorator is not None else (
+                reg.stmt.body[0].value.func if reg.stmt is not None else None)  # type: ignore[union-attr]
+            if isinstance(call, cst.Call):
+                allowed |= {a.value for a in call.args}
+        for b in self.col.blocks:
+            _collect_strings(b.call, allowed)
+        for s in self._file_strings():
+            parent = self.found.parent(s)
+            if isinstance(parent, (cst.DictElement, cst.Assign)) and not isinstance(self.found.parent(parent), cst.Call):
+                allowed.add(s)  # a map value, or a constant holding the name
+        if guard is not None:
+            _collect_strings(guard.test, allowed)
+        return allowed
+
+    def _file_strings(self) -> list[cst.SimpleString]:
+        if self._strings is None:
+            out: list[cst.SimpleString] = []
+
+            class _S(cst.CSTVisitor):
+                def visit_SimpleString(self, node: cst.SimpleString) -> None:
+                    out.append(node)
+
+            self.found.module.visit(_S())
+            self._strings = out
+        return self._strings
+
+    def _direct_calls(self, reg: Registration, ev: Evidence) -> None:
+        fn = reg.fn
+        if fn is None:
+            return
+        name = fn.name.value
+        uses = _NameLoads(name)
+        self.found.module.visit(uses)
+        reg_arg = reg.stmt.body[0].value.args[0].value if reg.stmt is not None else None  # type: ignore[union-attr]
+        for use in uses.loads:
+            if use is fn.name or use is reg_arg:
+                continue
+            raise Refuse("TFG113", f"`{name}` is also used directly at line {self.found.line(use)}; its (op, grad) "
+                                   "signature must stay, so the registration cannot become a helper; migrate by hand")
+        if reg.scope.parent is None and self.project is not None:
+            ext = self.project.external_uses(self.p.path, name)
+            if ext is None or ext:
+                where = f"{os.path.basename(ext[0].path)}:{ext[0].line}" if ext else "a star import"
+                raise Refuse("TFG113", f"`{name}` is imported by another file ({where}), which needs its (op, grad) "
+                                       "signature; migrate by hand")
+        ev.prove(f"`{name}` is called only by the gradient machinery (no direct use)")
+
+    def only_passed(self, fn: cst.FunctionDef, passed: list) -> None:
+        """A gradient function handed to the py_func recipe is used nowhere else."""
+        uses = _NameLoads(fn.name.value)
+        self.found.module.visit(uses)
+        allowed = {id(n) for n in passed} | {id(fn.name)}
+        for use in uses.loads:
+            if id(use) not in allowed:
+                raise Refuse("TFG113", f"`{fn.name.value}` is also used at line {self.found.line(use)}; its "
+                                       "(op, grad) signature must stay; migrate by hand")
+        ext = self.project.external_uses(self.p.path, fn.name.value) if self.project is not None else []
+        if ext is None or ext:
+            raise Refuse("TFG113", f"`{fn.name.value}` is used by another file, which needs its (op, grad) signature")
+
+    # -- op identity ----------------------------------------------------------
+    def identity(self, cand: Candidate, scope, ev: Evidence) -> None:
+        """Nothing reads the wrapped op's ``.op``, its inputs, type or tensor name."""
+        reads = self._graph_name_reads()
+        if reads:
+            r = reads[0]
+            raise Refuse("TFG115", f"{os.path.basename(r.path)}:{r.line} reads the graph by name (`{r.text}`); "
+                                   "the wrapped op's output becomes an IdentityN with another name; migrate by hand")
+        node = cand.node
+        parent = self.found.parent(node)
+        label = f"`{code(node)}`"
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _IDENTITY_ATTRS:
+            raise self._identity_refusal(label, parent.attr.value, node)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            var = parent.targets[0].target.value
+            attr = _attr_reads(scope.node, var)
+            if attr is not None:
+                raise self._identity_refusal(f"`{var}`", attr[0], attr[1])
+            if self._escapes_through_return(scope, var):
+                self._callers_read(scope, label)
+        elif isinstance(parent, cst.Return):
+            self._callers_read(scope, label)
+        ev.prove(f"nothing reads the wrapped output's .op or tensor name ({label})")
+
+    def _identity_refusal(self, label: str, attr: str, node) -> Refuse:
+        return Refuse("TFG115", f"line {self.found.line(node)} reads `.{attr}` of {label}; under tf.custom_gradient "
+                                "that is an IdentityN output, not the original op; migrate by hand")
+
+    def _graph_name_reads(self) -> list:
+        if self._name_reads is None:
+            files = self.p.reach()
+            if files is None:
+                self._name_reads = [_Hit(self.p.path, 1, "the project is too big to search")]
+            else:
+                self._name_reads = self.project.text_hits(files, NAME_READS) if self.project is not None else []
+        return self._name_reads
+
+    @staticmethod
+    def _escapes_through_return(scope, var: str) -> bool:
+        found = []
+
+        class _R(cst.CSTVisitor):
+            def visit_Return(self, node: cst.Return) -> None:
+                if node.value is not None and var in {n.value for n in _names(node.value)}:
+                    found.append(node)
+
+        scope.node.visit(_R())
+        return bool(found)
+
+    def _callers_read(self, scope, label: str) -> None:
+        fn = scope.function
+        if fn is None or self.project is None:
+            return
+        sites = self.project.callers(self.p.path, fn.name.value) if scope.parent is not None \
+            and scope.parent.parent is None else None
+        if sites is None:
+            hits = self.project.text_hits(self.p.reach() or [self.p.path], [b".op"])
+            if hits:
+                h = hits[0]
+                raise Refuse("TFG115", f"{os.path.basename(h.path)}:{h.line} reads `.op` of a tensor, maybe of "
+                                       f"{label} returned by `{fn.name.value}`; migrate by hand")
+            return
+        for site in sites:
+            attr = _ast_identity_read(site)
+            if attr is not None:
+                raise Refuse("TFG115", f"{os.path.basename(site.path)}:{attr[1]} reads `.{attr[0]}` of what "
+                                       f"`{fn.name.value}` returns ({label}); migrate by hand")
+
+
+class _Hit:
+    def __init__(self, path, line, text):
+        self.path, self.line, self.text = path, line, text
+
+
+class _NameLoads(cst.CSTVisitor):
+    def __init__(self, name: str):
+        self.name = name
+        self.loads: list[cst.Name] = []
+
+    def visit_Decorator(self, node: cst.Decorator) -> bool:
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.loads.append(node)
+
+
+def _names(node) -> list[cst.Name]:
+    out: list[cst.Name] = []
+
+    class _N(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.append(n)
+
+    node.visit(_N())
+    return out
+
+
+def _attr_reads(root, var: str):
+    """(attr, node) of the first ``var.op`` / ``var.name`` read under ``root``, or None."""
+    found = []
+
+    class _A(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Name) and node.value.value == var and node.attr.value in _IDENTITY_ATTRS:
+                found.append((node.attr.value, node))
+
+    root.visit(_A())
+    return found[0] if found else None
+
+
+def _ast_identity_read(site):
+    """(attr, line) when a caller reads .op/.name of the call's result, directly or through a name."""
+    call, scope = site.call, site.scope
+    holder = scope if scope is not None else None
+    if holder is None:
+        return None
+    names = set()
+    for node in ast.walk(holder):
+        if isinstance(node, ast.Attribute) and node.value is call and node.attr in _IDENTITY_ATTRS:
+            return node.attr, node.lineno
+        if isinstance(node, ast.Assign) and node.value is call:
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(holder):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names \
+                and node.attr in _IDENTITY_ATTRS:
+            return node.attr, node.lineno
+    return None
+
+
+def _collect_strings(node, into: set) -> None:
+    class _S(cst.CSTVisitor):
+        def visit_SimpleString(self, n: cst.SimpleString) -> None:
+            into.add(n)
+
+    node.visit(_S())
+
+
+def _pure(expr) -> bool:
+    """No call, await, yield or walrus: evaluating it has no effect worth keeping."""
+    bad = []
+
+    class _P(cst.CSTVisitor):
+        def visit_Call(self, n) -> None:
+            bad.append(n)
+
+        def visit_Await(self, n) -> None:
+            bad.append(n)
+
+        def visit_Yield(self, n) -> None:
+            bad.append(n)
+
+        def visit_NamedExpr(self, n) -> None:
+            bad.append(n)
+
+    expr.visit(_P())
+    return not bad
+
+
+def _header(node) -> str:
+    if isinstance(node, cst.If):
+        return f"if {code(node.test)}:"
+    return {cst.For: "for ...:", cst.While: "while ...:", cst.Try: "try:", cst.With: "with ...:"}.get(type(node), "...")
