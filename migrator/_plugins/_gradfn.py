@@ -195,8 +195,12 @@ def convert_gradient_function(
             attr_exprs[attr] = cst.Attribute(cst.Name(by_index[value]), cst.Name("dtype"))
         elif kind == "paste":
             attr_exprs[attr] = value
-        else:
-            pname = pick(attr)
+        else:  # `alpha = op.get_attr("alpha")` at the top: the parameter is `alpha`, the line goes
+            alias, fn = _attr_alias(fn, op_name, attr)
+            if alias is not None:
+                taken.discard(alias)
+            pname = alias or pick(attr)
+            taken.add(pname)
             attr_params.append((attr, pname))
             attr_exprs[attr] = cst.Name(pname)
 
@@ -308,6 +312,40 @@ def _convert_variadic(fn, uses: OpUses, op_name: str, pick, drop_decorator, forc
     new_params = [cst.Param(cst.Name(inputs))] + ([cst.Param(cst.Name(outputs))] if outputs else [])
     spec = _finish(fn, body, new_params + upstream, [(0, inputs)], outputs, drop_decorator)
     return spec
+
+
+def _attr_alias(fn: cst.FunctionDef, op_name: str, attr: str) -> tuple[Optional[str], cst.FunctionDef]:
+    """A leading ``name = op.get_attr("attr")`` line (name bound once): its name, and the body without it."""
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return None, fn
+    counts = assigned_counts(fn.body)
+    body = list(fn.body.body)
+    for i, stmt in enumerate(body):
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+            break
+        target, value = stmt.body[0].targets[0].target, stmt.body[0].value
+        if (isinstance(target, cst.Name) and counts.get(target.value, 0) == 1 and target.value != op_name
+                and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and _is_op(value.func.value, op_name) and value.func.attr.value == "get_attr"
+                and _attr_string(value) == attr):
+            rest = body[:i] + body[i + 1:]
+            if not rest:
+                return None, fn
+            if i + 1 < len(body):
+                rest[i] = rest[i].with_changes(leading_lines=list(stmt.leading_lines) + list(rest[i].leading_lines))
+            return target.value, fn.with_changes(body=fn.body.with_changes(body=rest))
+        if not _is_op_read(value, op_name):
+            break  # only the leading `x = op...` lines are looked at
+    return None, fn
+
+
+def _is_op_read(value, op_name: str) -> bool:
+    if isinstance(value, cst.Subscript):
+        value = value.value
+    if isinstance(value, cst.Call):
+        value = value.func
+    return isinstance(value, cst.Attribute) and _is_op(value.value, op_name)
 
 
 def _input_aliases(fn: cst.FunctionDef, op_name: str, n_inputs: int) -> tuple[dict[int, str], cst.FunctionDef]:

@@ -25,6 +25,7 @@ class BlockResult:
     dead_keys: dict[Block, list[str]] = field(default_factory=dict)
     targets: dict[int, Union[str, Registration]] = field(default_factory=dict)  # id(candidate) -> target
     registrations: set[int] = field(default_factory=set)  # ids of registrations the maps name
+    reg_blocks: dict[int, list[Block]] = field(default_factory=dict)  # registration id -> blocks naming it
 
 
 def typo_hint(key: str) -> str:
@@ -96,5 +97,6 @@ def analyse_block(prover, scanner, regs, block: Block, unsafe: bool) -> BlockRes
                 continue
             if isinstance(t, Registration):
                 res.registrations.add(id(t))
+                res.reg_blocks.setdefault(id(t), []).append(b)
     res.candidates = cands
     return res

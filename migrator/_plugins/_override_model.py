@@ -137,6 +137,7 @@ class Block:
     col: int
     children: list["Block"] = field(default_factory=list)
     mapping: dict[str, tuple] = field(default_factory=dict)  # filled by the map proof
+    map_stmts: list = field(default_factory=list)  # the named map's binding and literal updates
 
 
 @dataclass(eq=False)
@@ -170,6 +171,7 @@ class Candidate:
     n_inputs: int = 0  # inputs of the op (wrapper parameters plus constants)
     slots: list[int] = field(default_factory=list)
     consts: dict[int, tuple[str, int]] = field(default_factory=dict)
+    const_nodes: dict[int, cst.CSTNode] = field(default_factory=dict)  # op-input position -> its source node
     convert: dict[int, str] = field(default_factory=dict)
     attr_lets: list[tuple[str, str]] = field(default_factory=list)  # (call parameter, code)
     bound: dict = field(default_factory=dict)  # call parameter -> (position, expression)
@@ -187,6 +189,8 @@ class OverridePlan:
     insert_before: dict[cst.CSTNode, list[str]] = field(default_factory=dict)
     insert_after: dict[cst.CSTNode, list[str]] = field(default_factory=dict)
     maybe_dead: set[str] = field(default_factory=set)  # names whose assignment may now be dead
+    #: a named map and the statements that build it: all dead once nothing else reads it
+    map_groups: dict[str, list] = field(default_factory=dict)
     keep: set[str] = field(default_factory=set)  # module-level names other files import: never dead
     maybe_dead_imports: set[str] = field(default_factory=set)
     tf_alias: str = "tf"

@@ -108,8 +108,8 @@ def possible_ops(var: dict, primary: tuple, inputs: Inputs, has_lists: bool, ext
                 got[v] = ops
         if known:
             facts.append(_fact(dim, vals))
-        if neutral or not got:
-            continue
+        if neutral or not got or all(ops == primary for ops in got.values()):
+            continue  # this dim changes nothing here
         bad[dim] = sorted((v for v, ops in got.items() if ops != primary), key=str)
         if not known and bad[dim]:
             unknown.append(dim)

@@ -135,11 +135,12 @@ class OpScanner:
         tensor_idx = [i for i, v in enumerate(vals) if v.kind == TENSOR]
         for i, (o, v) in enumerate(zip(operands, vals)):
             if v.kind == PYTHON:
-                ok = self._static_ok(o)
+                ok = self._movable(o)
                 if ok is None:
                     raise Refuse("TFG108", f"the operand `{code(o)}` is an expression the migrator will not move")
                 cand.needs_closure = cand.needs_closure or not ok
                 cand.consts[i] = (code(o), tensor_idx[0])
+                cand.const_nodes[i] = o
                 continue
             cand.slots.append(i)
             cand.input_exprs.append(o)
@@ -234,8 +235,11 @@ class OpScanner:
         """The mapped op type this call makes and can be wrapped as, or None for none."""
         verdict = decide(possible, emap, direct)
         if verdict.kind == "none":
-            if any(t in emap for ops in possible.lists for t in ops) or not possible.differentiable:
-                self.ev.prove(f"{label} makes no op of a mapped type with a gradient path ({_facts(possible)})")
+            if not possible.differentiable:
+                self.ev.prove(f"{label} makes no op a gradient flows through ({_facts(possible)})")
+            elif possible.lists != {possible.primary}:
+                made = sorted({" + ".join(ops) or "no op" for ops in possible.lists})
+                self.ev.prove(f"{label} makes {' or '.join(made)} here ({_facts(possible)}): no mapped type")
             return None
         if verdict.kind == "inside":
             raise Refuse("TFG108", f"{label} creates {', '.join(sorted({t for ops in possible.lists for t in ops}))} "
@@ -313,6 +317,35 @@ class OpScanner:
             return not self._is_local(root)
         return None
 
+    def _movable(self, expr: cst.BaseExpression) -> Optional[bool]:
+        """Like :meth:`_static_ok`, also allowing Python arithmetic and numpy or float/int
+        conversions of such values (a Python operand moved into the wrapper is evaluated
+        there once, when the op is made, as before)."""
+        ok = self._static_ok(expr)
+        if ok is not None:
+            return ok
+        parts: list = []
+        if isinstance(expr, cst.BinaryOperation):
+            parts = [expr.left, expr.right]
+        elif isinstance(expr, cst.UnaryOperation):
+            parts = [expr.expression]
+        elif isinstance(expr, cst.Call) and not any(a.star for a in expr.args):
+            qn = self.col.qualified(expr)
+            numpy = any(q == "numpy" or q.startswith("numpy.") for q in qn)
+            conv = isinstance(expr.func, cst.Name) and expr.func.value in ("float", "int") and (
+                not qn or f"builtins.{expr.func.value}" in qn)
+            if not (numpy or conv):
+                return None
+            parts = [a.value for a in expr.args]
+            if isinstance(expr.func, cst.Attribute) and not numpy:
+                parts.append(expr.func)
+        else:
+            return None
+        oks = [self._movable(x) for x in parts]
+        if any(o is None for o in oks):
+            return None
+        return all(oks)
+
     def _is_local(self, name: str) -> bool:
         """Bound in an enclosing function (so a module-level wrapper could not see it)?"""
         s: Optional[Scope] = self._scope
@@ -340,6 +373,7 @@ class OpScanner:
                 cand.needs_closure = cand.needs_closure or not ok
                 if first_tensor is not None:
                     cand.consts[slot] = (code(expr), first_tensor)
+                    cand.const_nodes[slot] = expr
                 continue
             if value.kind == UNKNOWN and first_tensor is not None:
                 prev = [e for e in cand.input_exprs]
@@ -399,7 +433,7 @@ def _list(labels: list[str]) -> str:
 
 def _facts(possible: Possible) -> str:
     if not possible.differentiable:
-        return "; ".join(possible.facts) + ": no gradient path"
+        return "; ".join(possible.facts) or "its inputs carry no gradient"
     if len(possible.lists) == 1 and not possible.unknown and not possible.facts:
         return "whatever the dtype and rank"
     return ", ".join(possible.facts) or "the same op for every dtype and rank it accepts"

@@ -26,6 +26,11 @@ _TF2_ADVICE = {
 }
 
 
+#: a refusal reason that already says what to do gets no generic advice appended
+_INSTRUCTIONS = ("migrate by hand", "or by hand", "--unsafe-fixes", "; write ", "; bind ", "; wrap ", "; call ", "; define ",
+                 "; import ", "; read ", "; make ")
+
+
 class Planner:
     """Everything one module's rewrite reads: the sites found and the provers."""
 
@@ -75,12 +80,18 @@ def build_plan(p: Planner) -> OverridePlan:
         for b, res in list(results.items()):
             try:
                 _prove_registrations(p, res, regs_by_id, reg_evidence)
-                _convert_helpers(p, res, helpers, regs_by_id)
             except Refuse as e:
                 refused[b] = e
                 del results[b]
                 changed = True
                 break
+        if changed:
+            continue
+        failed = _convert_helpers(p, results, helpers, regs_by_id)
+        for b, e in failed.items():
+            refused[b] = e
+            del results[b]
+            changed = True
     wrappers: dict[tuple, str] = {}
     for b, res in results.items():
         try:
@@ -111,61 +122,78 @@ def _kept_registrations(p: Planner, refused: dict) -> set:
 
 
 def _prove_registrations(p: Planner, res: BlockResult, regs_by_id: dict, reg_evidence: dict) -> None:
-    """Every registration this block's rewrite removes can go (no other user, no direct call, no guard)."""
+    """Every registration this block's rewrite removes can go (no other user, no direct call),
+    and the helper it becomes exists wherever this block's wrappers call it."""
     for rid in res.registrations:
-        if rid in reg_evidence:
-            res.evidence.merge(reg_evidence[rid])
-            continue
-        ev = Evidence(p.unsafe)
-        guard = p.regs.check(regs_by_id[rid], ev)
+        reg = regs_by_id[rid]
+        if rid not in reg_evidence:
+            ev = Evidence(p.unsafe)
+            p.regs.check(reg, ev)
+            reg_evidence[rid] = ev
+        res.evidence.merge(reg_evidence[rid])
+        guard = p.regs.placement(reg, res.reg_blocks.get(rid, []), res.evidence)
         if guard is not None:
-            ev.prove(f"the registration's `{_if_text(guard)}` guard only kept TF1 from registering twice; "
-                     "the helper is defined unconditionally instead")
-            regs_by_id[rid].hoist = guard  # type: ignore[attr-defined]
-        reg_evidence[rid] = ev
-        res.evidence.merge(ev)
+            res.evidence.prove(f"the registration's `{_if_text(guard)}` guard only kept TF1 from registering "
+                               "twice; the helper is defined unconditionally instead")
+            reg.hoist = guard  # type: ignore[attr-defined]
 
 
 def _if_text(guard: cst.If) -> str:
     return f"if {code(guard.test)}:"
 
 
-def _convert_helpers(p: Planner, res: BlockResult, helpers: dict, regs_by_id: dict) -> None:
+def _convert_helpers(p: Planner, results: dict, helpers: dict, regs_by_id: dict) -> dict:
+    """Convert every registration the candidates use, each with all of its sites in view;
+    returns the blocks refused because their helper cannot be converted."""
     by_reg: dict[int, list[Candidate]] = {}
-    for c in res.candidates:
-        t = res.targets[id(c)]
-        if isinstance(t, Registration):
-            by_reg.setdefault(id(t), []).append(c)
+    users: dict[int, list] = {}
+    for b, res in results.items():
+        for c in res.candidates:
+            t = res.targets[id(c)]
+            if isinstance(t, Registration):
+                by_reg.setdefault(id(t), []).append(c)
+                users.setdefault(id(t), []).append((b, res))
+    failed: dict = {}
     for rid, cands in by_reg.items():
         if rid in helpers:
             continue
-        reg = regs_by_id[rid]
-        if reg.fn is None and reg.fn_param is not None:
-            helpers[rid] = _convert_passed_functions(p, reg, cands, res.evidence)
-            continue
-        if reg.fn is None:
-            raise Refuse("TFG109", "the gradient function is passed as a value the migrator cannot follow")
-        arities = {c.n_inputs for c in cands}
-        if len(arities) > 1 or any(c.variadic for c in cands) and not all(c.variadic for c in cands):
-            raise Refuse("TFG109", f"`{reg.fn.name.value}` serves ops with different inputs")
-        first = cands[0]
-        proofs: list[str] = []
-        body_fn = p.body.convert(reg.fn, proofs)
-        arity = optable.arity(first.op_type)
-        n_out = arity[1] if arity and not first.variadic else None
-        names = first.input_names if not first.consts else _op_input_names(first)
+        ev = Evidence(p.unsafe)
         try:
-            spec = convert_gradient_function(
-                body_fn, ["inputs"] if first.variadic else names, first.op_type,
-                lambda attr: _attr_value(p, cands, attr), drop_decorator=lambda d, reg=reg: d is reg.decorator,
-                variadic=first.variadic, n_outputs=n_out)
-        except Unsupported as e:
-            raise Refuse("TFG105", f"`{reg.fn.name.value}`: {e}") from None
-        for pr in proofs:
-            res.evidence.prove(pr)
-        res.evidence.prove(f"`{reg.fn.name.value}` reads only op.inputs, op.outputs[0], op.type and attributes "
-                           "the call shows")
-        helpers[rid] = spec
+            helpers[rid] = _convert_helper(p, regs_by_id[rid], cands, ev)
+        except Refuse as e:
+            for b, _res in users[rid]:
+                failed[b] = e
+            continue
+        for _b, res in users[rid]:
+            res.evidence.merge(ev)
+    return failed
+
+
+def _convert_helper(p: Planner, reg: Registration, cands: list[Candidate], ev: Evidence) -> HelperSpec:
+    if reg.fn is None and reg.fn_param is not None:
+        return _convert_passed_functions(p, reg, cands, ev)
+    if reg.fn is None:
+        raise Refuse("TFG109", "the gradient function is passed as a value the migrator cannot follow")
+    arities = {c.n_inputs for c in cands}
+    if len(arities) > 1 or any(c.variadic for c in cands) and not all(c.variadic for c in cands):
+        raise Refuse("TFG109", f"`{reg.fn.name.value}` serves ops with different inputs")
+    first = cands[0]
+    proofs: list[str] = []
+    body_fn = p.body.convert(reg.fn, proofs)
+    arity = optable.arity(first.op_type)
+    n_out = arity[1] if arity and not first.variadic else None
+    names = first.input_names if not first.consts else _op_input_names(first)
+    try:
+        spec = convert_gradient_function(
+            body_fn, ["inputs"] if first.variadic else names, first.op_type,
+            lambda attr: _attr_value(p, cands, attr), drop_decorator=lambda d, reg=reg: d is reg.decorator,
+            variadic=first.variadic, n_outputs=n_out)
+    except Unsupported as e:
+        raise Refuse("TFG105", f"`{reg.fn.name.value}`: {e}") from None
+    for pr in proofs:
+        ev.prove(pr)
+    ev.prove(f"`{reg.fn.name.value}` reads only op.inputs, op.outputs[0], op.type and attributes the call shows")
+    return spec
 
 
 def _op_input_names(c: Candidate) -> list[str]:
@@ -254,7 +282,8 @@ def _report_refusals(p: Planner, refused: dict) -> None:
         except Refuse:
             keys = []
         tf2 = next((_TF2_ADVICE[k] for k in keys if k in _TF2_ADVICE), None) if e.code in ("TFG101", "TFG108") else None
-        reason = f"{e.reason}; {tf2 or advice}" if (tf2 or advice) and "unsafe-fixes" not in e.reason else e.reason
+        says_what_to_do = any(w in e.reason for w in _INSTRUCTIONS)
+        reason = f"{e.reason}; {tf2 or advice}" if (tf2 or advice) and not says_what_to_do else e.reason
         p.sites.append(Site(OVERRIDE_MAP, e.code, b.line, b.col, MANUAL, reason))
         p.ctx.facts.setdefault("manual_overrides", []).append(b.line)
     for call, scope, line, col_ in p.col.escaping:

@@ -188,7 +188,8 @@ class Prover:
             if not bound or len(bound) != 1 or not isinstance(bound[0][1], cst.Dict):
                 raise Refuse("TFG103", f"the map `{expr.value}` is not bound once to a dict literal")
             stmt, literal = bound[0]
-            extra = self._map_changes(block, expr.value, stmt)
+            extra, updates = self._map_changes(block, expr.value, stmt)
+            block.map_stmts = [stmt] + updates
             if ev is not None:
                 what = "changed only by the literal updates before the block" if extra else "not changed afterwards"
                 ev.prove(f"map `{expr.value}` bound to a dict literal at {self.where(stmt)}, {what}")
@@ -220,7 +221,7 @@ class Prover:
             return ("name", id(_scope_binding(block.scope, v.value)), v.value)
         raise Refuse("TFG103", f"the map value for {key!r} is not a string (a function object?)")
 
-    def _map_changes(self, block: Block, name: str, binding: cst.CSTNode) -> list[tuple[str, cst.BaseExpression]]:
+    def _map_changes(self, block: Block, name: str, binding: cst.CSTNode) -> tuple[list, list]:
         """Literal updates of a named map made in straight-line code before the block; any
         other change or escape of the map refuses it (it is followed exactly or not at all)."""
         owner = block.scope.binding_scope(name) or block.scope
@@ -235,18 +236,20 @@ class Prover:
         root.visit(scan)
         siblings = self._siblings(binding, block.node)
         out: list[tuple[str, cst.BaseExpression]] = []
+        updates: list = []
         for use in scan.uses:
             kind, stmt = self._use_kind(use)
             if kind == "read" or (kind == "arg" and stmt in self.col.block_calls):
                 continue
             if kind == "write" and siblings is not None and stmt in siblings:
                 out += self._literal_update(stmt, name)
+                updates.append(stmt)
                 continue
             what = {"write": "changed", "escape": "passed on or aliased", "arg": "passed to a function"}[kind]
             line = self.found.line(use)
             raise Refuse("TFG103", f"the map `{name}` is {what} at line {line}, where the migrator cannot "
                                    "follow it exactly; write the final map as a literal in the with statement")
-        return out
+        return out, updates
 
     def _use_kind(self, use: cst.Name) -> tuple[str, Optional[cst.CSTNode]]:
         parent = self.found.parent(use)

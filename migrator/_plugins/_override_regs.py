@@ -32,28 +32,49 @@ class RegistrationProof:
         self._name_reads: Optional[list] = None
 
     # -- registrations ------------------------------------------------------
-    def check(self, reg: Registration, ev: Evidence) -> Optional[cst.If]:
-        """Prove the registration can go; return the `if` guard to hoist the helper out of."""
-        guard = self._guard(reg)
-        self._name_users(reg, guard, ev)
+    def check(self, reg: Registration, ev: Evidence) -> None:
+        """Prove the registration can go: no other user of the name, no direct call."""
+        self._name_users(reg, self._guard_pattern(reg), ev)
         self._direct_calls(reg, ev)
-        return guard
 
-    def _guard(self, reg: Registration) -> Optional[cst.If]:
-        if not reg.enclosing:
+    def placement(self, reg: Registration, blocks: list, ev: Evidence) -> Optional[cst.If]:
+        """The helper must exist wherever a wrapper calls it: its def runs before every block
+        that uses it, on every path.  An ``if`` guard that only skipped a second registration
+        is dropped (returned, for the planner to hoist the def out of it); otherwise refuse."""
+        node = reg.fn if reg.decorator is not None else reg.stmt
+        if node is None or all(self._runs_before(node, b.node) for b in blocks):
+            if reg.enclosing:
+                ev.prove(f"the registration at line {reg.line} runs before the block on every path")
             return None
+        guard = self._guard_pattern(reg)
+        if guard is not None and all(self._runs_before(guard, b.node) for b in blocks):
+            return guard
         where = f"line {reg.line}"
+        raise Refuse("TFG114", f"the registration at {where} does not run before the block on every path (it sits "
+                               f"in `{_header(reg.enclosing[-1])}`); the helper it becomes could be missing there; "
+                               "define the gradient function unconditionally, or migrate by hand")
+
+    def _guard_pattern(self, reg: Registration) -> Optional[cst.If]:
+        """``if COND: @RegisterGradient(...) def f`` with nothing else in the ``if`` and a pure COND."""
         if reg.fn is not None and reg.decorator is not None and len(reg.enclosing) == 1 \
                 and isinstance(reg.enclosing[0], cst.If):
             guard = reg.enclosing[0]
             body = guard.body.body if isinstance(guard.body, cst.IndentedBlock) else []
             if guard.orelse is None and len(body) == 1 and body[0] is reg.fn and _pure(guard.test):
                 return guard
-        if reg.stmt is not None:
-            return None  # `RegisterGradient(k)(fn)` in a guard: only that statement goes, the def stays
-        raise Refuse("TFG114", f"the registration at {where} runs only on some paths (it sits in "
-                               f"`{_header(reg.enclosing[-1])}`); the helper it becomes would be missing on the "
-                               "others; define the gradient function unconditionally, or migrate by hand")
+        return None
+
+    def _runs_before(self, first: cst.CSTNode, later: cst.CSTNode) -> bool:
+        """``first`` is a statement of some statement list, and ``later`` sits in a statement
+        after it in that same list (so every path to ``later`` ran ``first``)."""
+        holder = self.found.parent(first)
+        body = getattr(holder, "body", None)
+        if not isinstance(body, (list, tuple)) or first not in body:
+            return False
+        node = later  # (a function defined in between runs later: the def is bound once, checked elsewhere)
+        while node is not None and self.found.parent(node) is not holder:
+            node = self.found.parent(node)
+        return node is not None and node in body and list(body).index(node) > list(body).index(first)
 
     def _name_users(self, reg: Registration, guard: Optional[cst.If], ev: Evidence) -> None:
         if reg.key[0] != "lit":

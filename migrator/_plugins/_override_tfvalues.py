@@ -162,6 +162,8 @@ def _placeholder(v: View) -> Value:
 def _variable(v: View) -> Value:
     init = v.get(0, "initial_value")
     base = v.ev(init) if init is not None else UNKNOWN_VALUE
+    if base.kind == BOTTOM:
+        return BOTTOM_VALUE  # the value being computed: no information yet
     dtypes = v.dtype(None, "dtype") or (base.dtypes if base.kind == TENSOR else None)
     if base.kind == PYTHON and init is not None:
         lit = v.literal(init)
@@ -182,6 +184,8 @@ def _filled(v: View) -> Value:
 def _cast(v: View) -> Value:
     x = v.get(0, "x")
     base = v.ev(x) if x is not None else UNKNOWN_VALUE
+    if base.kind == BOTTOM:
+        return BOTTOM_VALUE  # the value being computed: no information yet
     return tensor(v.dtype(1, "dtype"), base.ranks if base.kind == TENSOR else None)
 
 
@@ -189,6 +193,8 @@ def _to(dt: str) -> Callable[[View], Value]:
     def handler(v: View) -> Value:
         x = v.get(0, "x")
         base = v.ev(x) if x is not None else UNKNOWN_VALUE
+        if base.kind == BOTTOM:
+            return BOTTOM_VALUE  # the value being computed: no information yet
         return tensor({dt}, base.ranks if base.kind == TENSOR else None)
     return handler
 
@@ -196,6 +202,8 @@ def _to(dt: str) -> Callable[[View], Value]:
 def _reshape(v: View) -> Value:
     x = v.get(0, "tensor")
     base = v.ev(x) if x is not None else UNKNOWN_VALUE
+    if base.kind == BOTTOM:
+        return BOTTOM_VALUE  # the value being computed: no information yet
     return tensor(base.dtypes if base.kind == TENSOR else None, v.shape_rank(1, "shape"))
 
 
@@ -209,6 +217,9 @@ def _elementwise(name: str) -> Callable[[View], Value]:
         failed = {f.split(":", 1)[1] for f in optable.function_variants(name).get("failed", [])
                   if f.startswith("dtype:")}  # the call raises for these: its result never has them
         vals = [x for x in _operands(v, 2) if x.kind != PYTHON] or [UNKNOWN_VALUE]
+        if all(x.kind == BOTTOM for x in vals):
+            return BOTTOM_VALUE
+        vals = [x for x in vals if x.kind != BOTTOM]
         dtypes: Optional[frozenset] = frozenset()
         for x in vals:
             if x.kind != TENSOR or x.dtypes is None or dtypes is None:
@@ -222,7 +233,7 @@ def _elementwise(name: str) -> Callable[[View], Value]:
 
 
 def _compare(v: View) -> Value:
-    vals = [x for x in _operands(v, 2) if x.kind != PYTHON]
+    vals = [x for x in _operands(v, 2) if x.kind not in (PYTHON, BOTTOM)]
     return tensor({"bool"}, max_rank([x.ranks if x.kind == TENSOR else None for x in vals]))
 
 

@@ -52,7 +52,13 @@ def plan_block(p, block: Block, res: BlockResult, helpers: dict, wrappers: dict)
         if key is not None and not isinstance(graph, cst.Call):
             _maybe_dead(p, key, b)
         if isinstance(b.call.args[0].value, cst.Name):
-            _maybe_dead(p, b.call.args[0].value.value, b)
+            name = b.call.args[0].value.value
+            if len(b.map_stmts) > 1:
+                owner = b.scope.binding_scope(name)
+                if owner is not None and owner.parent is not None:
+                    plan.map_groups[name] = list(b.map_stmts)
+            else:
+                _maybe_dead(p, name, b)
     plan.maybe_dead_imports.add("ops")
     _sites(p, block, res)
 
@@ -135,6 +141,8 @@ def _wrapper(p, c: Candidate, target, spec: Optional[HelperSpec], indent: str):
             taken.add(name)
             lines.append(f"{name} = {alias}.convert_to_tensor({expr}, dtype={plain[c.slots.index(k)]}.dtype)")
             consts[i] = name
+            if forward is not None and i in c.const_nodes:  # the op reads the tensor TF1 made, made once
+                forward = _replace_node(forward, c.const_nodes[i], cst.Name(name))
     forward_code = code(forward) if forward is not None else ""
     out = "y" if "y" not in plain else "y_out"
     grad = _grad_code(c, target, spec, plain, out, alias, consts, attr_args)
@@ -260,6 +268,14 @@ def _rename_args(forward: cst.BaseExpression, mapping: dict[str, str]) -> cst.Ba
             return updated
 
     return forward.visit(_R())
+
+
+def _replace_node(tree: cst.CSTNode, old: cst.CSTNode, new: cst.CSTNode) -> cst.CSTNode:
+    class _R(cst.CSTTransformer):
+        def on_leave(self, original, updated):
+            return new if original is old else updated
+
+    return tree.visit(_R())
 
 
 def _rename_keyword(call: cst.Call, pname: str, name: str) -> cst.Call:
