@@ -73,8 +73,8 @@ TFG122, since a tape would ignore it).  Each migrated site lists its proofs
    A program that reads them, or looks tensors up by name, is manual (TFG115).
 7. **Registrations.** A registration goes only when no other file names the
    gradient (TFG112) and nothing calls the function directly (TFG113); its def
-   must run before every block that uses it: a register-once `if` guard is
-   dropped, any other placement is manual (TFG114).
+   must run before every block that uses it, on every path (a def behind a
+   register-once `if` guard is not: TFG114).
 8. **The gradient function runs eagerly now: TF2 code.** Names TF2 has as the
    same function under another name are renamed (`tf.floordiv` ->
    `tf.math.floordiv`); `tf.py_func` becomes `tf.numpy_function` keeping the
@@ -134,7 +134,6 @@ RULES = [
     ("ov_literal_operands", "Python operands keep the dtype TF1 gave them", "TF1 converted `2` and `np.float64(0.5)` to the other operand's dtype; they stay inside the wrapper (a `custom_gradient` parameter would make them int32/float64 tensors), and an operand that may be a Python number is converted at the call site exactly as TF1 did."),
     ("ov_get_attr_positional", "`op.get_attr` from a positional or computed argument", "`alpha` passed by position is read from the call; a computed `alpha` is evaluated once in the wrapper, where the op is made, and passed to the helper."),
     ("ov_map_updated", "A map updated by literal statements before the block", "Followed exactly; the map and its updates go once nothing reads them."),
-    ("ov_guarded_registration", "A registration behind a register-once guard", "The guard only kept TF1 from registering twice; the helper is defined unconditionally, so it exists on every call (a helper left inside the `if` would be missing on the second call)."),
     ("ov_registration_in_loop", "A registration in a loop, before its block", "The def runs before the block on every path, so the helper stays in the loop."),
     ("ov_grad_tf2_body", "The gradient function runs eagerly: made TF2 code", "`tf.py_func(..., [T])[0]` becomes `tf.numpy_function(..., T)` (eager `numpy_function` unwraps a one-element list, so a kept `[0]` would pick a row); `tf.floordiv` is the very same function as `tf.math.floordiv`."),
     ("ov_grad_default_args", "Default arguments of the registered function", "TF1 passed one upstream gradient per op output; the other parameters keep their defaults."),
@@ -154,6 +153,7 @@ RULES = [
     ("ov_refuse_identity_read", "Manual: the program reads the wrapped op (TFG115)", ""),
     ("ov_refuse_registration_shared", "Manual: another file needs the registration (TFG112)", "`layers.py` names the gradient too: its block is manual (TFG106), so this registration must stay."),
     ("ov_refuse_direct_call", "Manual: the registered function is also called directly (TFG113)", ""),
+    ("ov_refuse_register_once", "Manual: a registration behind a register-once guard (TFG114)", "The guard kept TF1 from registering twice; a helper left inside the `if` would be missing on the second call.  The reason says what to do: define the function outside the `if`, then re-run."),
     ("ov_refuse_registration_guarded", "Manual: a registration that may not run before its block (TFG114)", ""),
     ("ov_refuse_grad_eager_meaning", "Manual: gradient code whose meaning changes when run eagerly (TFG117)", ""),
 ]

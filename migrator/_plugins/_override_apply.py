@@ -122,8 +122,6 @@ class _Apply(cst.CSTTransformer):
                 continue
             before = [_parse_stmt(src, self.module) for src in self.plan.insert_before.get(orig, ())]
             footer = []
-            if orig in self.plan.replace_stmt:
-                upd = self.plan.replace_stmt[orig]
             if orig in self.plan.dissolve:
                 pieces, footer = self._dissolve(upd)
                 if not out:  # the with opened its block: so does its first statement now

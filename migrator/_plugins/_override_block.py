@@ -66,7 +66,7 @@ def analyse_block(prover, scanner, regs, block: Block, unsafe: bool) -> BlockRes
         used_types.setdefault(owner or c.block, set()).add(c.op_type)  # type: ignore[arg-type]
         target = prover.resolve_target(c.target)
         res.targets[id(c)] = target
-        n = len(c.input_names) + len(c.consts)
+        n = c.n_inputs or len(c.input_names)
         if isinstance(target, str):
             if c.variadic:
                 raise Refuse("TFG104", f"the built-in gradient {target} cannot serve a py_func with a list of inputs")

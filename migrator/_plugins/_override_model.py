@@ -138,6 +138,7 @@ class Block:
     children: list["Block"] = field(default_factory=list)
     mapping: dict[str, tuple] = field(default_factory=dict)  # filled by the map proof
     map_stmts: list = field(default_factory=list)  # the named map's binding and literal updates
+    graph_chain: list = field(default_factory=list)  # `h = g = tf.get_default_graph()`: the names after the first
 
 
 @dataclass(eq=False)
@@ -184,8 +185,6 @@ class OverridePlan:
     dissolve: set[cst.With] = field(default_factory=set)
     helpers: dict[cst.FunctionDef, Optional[cst.FunctionDef]] = field(default_factory=dict)
     remove: set[cst.CSTNode] = field(default_factory=set)
-    #: a statement replaced by another (a guarded registration hoisted out of its `if`)
-    replace_stmt: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
     insert_before: dict[cst.CSTNode, list[str]] = field(default_factory=dict)
     insert_after: dict[cst.CSTNode, list[str]] = field(default_factory=dict)
     maybe_dead: set[str] = field(default_factory=set)  # names whose assignment may now be dead
@@ -198,7 +197,7 @@ class OverridePlan:
 
     @property
     def empty(self) -> bool:
-        return not (self.replace or self.dissolve or self.helpers or self.remove or self.replace_stmt)
+        return not (self.replace or self.dissolve or self.helpers or self.remove)
 
 
 # ------------------------------------------------------------- cst helpers ---

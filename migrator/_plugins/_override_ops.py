@@ -52,6 +52,7 @@ _OPERATORS = {
 _SYMBOL = {"Multiply": "*", "Add": "+", "Subtract": "-", "Divide": "/", "FloorDivide": "//", "Modulo": "%",
            "Power": "**", "MatrixMultiply": "@", "BitAnd": "&", "BitOr": "|", "BitXor": "^", "Minus": "unary -"}
 _AMBIGUOUS = "TFG111"
+_NUMPY_CALLBACKS = {"tensorflow.py_func", "tensorflow.numpy_function"}
 
 
 class OpScanner:
@@ -85,10 +86,17 @@ class OpScanner:
             try:
                 for child in node.children:
                     self._scan(child, stmt, emap, block, sub, scope)
-            except Refuse:
-                sub.append(None)  # type: ignore[arg-type]
+            except Refuse as e:
+                raise Refuse(e.code, f"in a function defined inside the block (it may run while the override is "
+                                     f"active, or later): {e.reason}") from None
             if sub:
                 raise Refuse("TFG102", "an op of an overridden type is created in a function defined inside the block")
+            return
+        if isinstance(node, cst.Call) and self.col.tf(node) in _NUMPY_CALLBACKS:
+            self._scan_call(node, stmt, emap, block, found, scope)
+            for arg in node.args[1:]:  # the function runs numpy code when the graph runs, not ops now
+                if arg.keyword is None or arg.keyword.value != "func":
+                    self._scan(arg, stmt, emap, block, found, scope)
             return
         if isinstance(node, (cst.Yield, cst.Await)):
             raise Refuse("TFG102", "the block yields: the override stays active in the caller's code")
@@ -123,8 +131,8 @@ class OpScanner:
         if verdict is None:
             return
         if not any(v.kind == TENSOR for v in vals):
-            self.ev.assume(f"{_list([lb for lb, v in zip(labels, vals) if v.kind == UNKNOWN])} "
-                           f"{'is a tensor' if len(operands) == 1 else 'are tensors'}", _AMBIGUOUS,
+            unknown = [lb for lb, v in zip(labels, vals) if v.kind == UNKNOWN]
+            self.ev.assume(f"{_list(unknown)} {'is a tensor' if len(unknown) == 1 else 'are tensors'}", _AMBIGUOUS,
                            f"{sym} on {_list(labels)} makes a {verdict} op only if an operand is a tensor, "
                            "and the source does not show that (Python arithmetic makes no op)")
             vals = [Value(TENSOR) if v.kind == UNKNOWN else v for v in vals]

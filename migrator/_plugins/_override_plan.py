@@ -131,15 +131,7 @@ def _prove_registrations(p: Planner, res: BlockResult, regs_by_id: dict, reg_evi
             p.regs.check(reg, ev)
             reg_evidence[rid] = ev
         res.evidence.merge(reg_evidence[rid])
-        guard = p.regs.placement(reg, res.reg_blocks.get(rid, []), res.evidence)
-        if guard is not None:
-            res.evidence.prove(f"the registration's `{_if_text(guard)}` guard only kept TF1 from registering "
-                               "twice; the helper is defined unconditionally instead")
-            reg.hoist = guard  # type: ignore[attr-defined]
-
-
-def _if_text(guard: cst.If) -> str:
-    return f"if {code(guard.test)}:"
+        p.regs.placement(reg, res.reg_blocks.get(rid, []), res.evidence)
 
 
 def _convert_helpers(p: Planner, results: dict, helpers: dict, regs_by_id: dict) -> dict:
@@ -244,20 +236,12 @@ def _plan_registrations(p: Planner, results: dict, helpers: dict, regs_by_id: di
     for rid in used:
         reg = regs_by_id[rid]
         spec = helpers.get(rid)
-        guard = getattr(reg, "hoist", None)
         if reg.stmt is not None:
             plan.remove.add(reg.stmt)
         if reg.key[0] == "name":
             plan.maybe_dead.add(reg.key[2])
         if reg.fn is not None:
-            new = spec.node if spec is not None else None
-            if guard is not None:
-                if new is None:
-                    plan.remove.add(guard)
-                else:
-                    plan.replace_stmt[guard] = new.with_changes(
-                        leading_lines=list(guard.leading_lines) + list(new.leading_lines))
-            elif spec is not None:
+            if spec is not None:
                 plan.helpers[reg.fn] = spec.node
             elif reg.decorator is not None:
                 plan.helpers[reg.fn] = None  # registered but no op uses it any more (dead key)

@@ -71,7 +71,10 @@ class Prover:
                     ev.prove(f"`{key}` is the graph made default by the enclosing `with ... as_default()` "
                              f"({self.where(w)})")
                     return
-                break
+                ev.assume(f"`{key}` is the default graph whenever the block runs", "TFG116",
+                          f"`{key}` is the graph of `with ... as_default()` at {self.where(w)}, but the block "
+                          "may run after that with statement ended, under another default graph")
+                return
             s = s.parent
         if isinstance(expr, cst.Attribute) and expr.attr.value == "graph":
             self._session_graph(block, expr, ev)
@@ -79,6 +82,17 @@ class Prover:
         bound = block.scope.lookup_assigns(key)
         if bound is None and "." in key:
             bound = block.scope.module().assigns.get(key)
+        for _ in range(3):  # `h = g` with `g = tf.get_default_graph()` in the same function
+            if not (bound and len(bound) == 1 and isinstance(bound[0][1], cst.Name)):
+                break
+            name = bound[0][1].value
+            if block.scope.binding_scope(name) is not block.scope.binding_scope(key.split(".")[0]):
+                break
+            inner = block.scope.lookup_assigns(name)
+            if not inner or len(inner) != 1 or not self._same_default(inner[0][0], bound[0][0]):
+                break
+            block.graph_chain.append(name)
+            bound = inner
         if not bound or not all(self._is_default_graph_call(v) for _s, v in bound):
             if bound and len(bound) == 1 and isinstance(bound[0][1], cst.Attribute) \
                     and bound[0][1].attr.value == "graph":

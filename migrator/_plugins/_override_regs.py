@@ -2,9 +2,9 @@
 
 * A registration may go only when no other code uses the gradient name (another
   file's map, a registry lookup) and nothing calls the registered function
-  directly (its ``(op, grad)`` signature changes).  A registration behind an
-  ``if`` guard is hoisted out of it, or refused: the helper must exist on every
-  call, not only on the first.
+  directly (its ``(op, grad)`` signature changes).  The helper it becomes must
+  exist wherever a wrapper calls it: a registration behind an ``if`` guard (run
+  on the first call only) is refused.
 * Under ``tf.custom_gradient`` the wrapped op's output is an ``IdentityN``
   output (graph mode): its ``.op``, ``.op.inputs``, ``.op.type`` and tensor name
   change.  A program that reads them, or looks tensors up by name, is refused.
@@ -34,35 +34,39 @@ class RegistrationProof:
     # -- registrations ------------------------------------------------------
     def check(self, reg: Registration, ev: Evidence) -> None:
         """Prove the registration can go: no other user of the name, no direct call."""
-        self._name_users(reg, self._guard_pattern(reg), ev)
+        self._name_users(reg, ev)
         self._direct_calls(reg, ev)
 
-    def placement(self, reg: Registration, blocks: list, ev: Evidence) -> Optional[cst.If]:
+    def placement(self, reg: Registration, blocks: list, ev: Evidence) -> None:
         """The helper must exist wherever a wrapper calls it: its def runs before every block
-        that uses it, on every path.  An ``if`` guard that only skipped a second registration
-        is dropped (returned, for the planner to hoist the def out of it); otherwise refuse."""
+        that uses it, on every path."""
+        if isinstance(reg.scope.node, cst.ClassDef):
+            raise Refuse("TFG114", f"the function registered at line {reg.line} is defined in a class body, where "
+                                   "the methods that make the op cannot see it; migrate by hand")
         node = reg.fn if reg.decorator is not None else reg.stmt
         if node is None or all(self._runs_before(node, b.node) for b in blocks):
             if reg.enclosing:
                 ev.prove(f"the registration at line {reg.line} runs before the block on every path")
-            return None
-        guard = self._guard_pattern(reg)
-        if guard is not None and all(self._runs_before(guard, b.node) for b in blocks):
-            return guard
+            return
         where = f"line {reg.line}"
+        if self._register_once(reg):
+            raise Refuse("TFG114", f"the registration at {where} sits in `{_header(reg.enclosing[0])}`, which "
+                                   "kept TF1 from registering twice; the helper made from it would be missing on "
+                                   "later calls; define the gradient function outside the `if` (a plain function "
+                                   "needs no guard), then re-run")
         raise Refuse("TFG114", f"the registration at {where} does not run before the block on every path (it sits "
                                f"in `{_header(reg.enclosing[-1])}`); the helper it becomes could be missing there; "
                                "define the gradient function unconditionally, or migrate by hand")
 
-    def _guard_pattern(self, reg: Registration) -> Optional[cst.If]:
-        """``if COND: @RegisterGradient(...) def f`` with nothing else in the ``if`` and a pure COND."""
+    @staticmethod
+    def _register_once(reg: Registration) -> bool:
+        """``if COND: @RegisterGradient(...) def f`` with nothing else in the ``if``."""
         if reg.fn is not None and reg.decorator is not None and len(reg.enclosing) == 1 \
                 and isinstance(reg.enclosing[0], cst.If):
             guard = reg.enclosing[0]
             body = guard.body.body if isinstance(guard.body, cst.IndentedBlock) else []
-            if guard.orelse is None and len(body) == 1 and body[0] is reg.fn and _pure(guard.test):
-                return guard
-        return None
+            return guard.orelse is None and len(body) == 1 and body[0] is reg.fn
+        return False
 
     def _runs_before(self, first: cst.CSTNode, later: cst.CSTNode) -> bool:
         """``first`` is a statement of some statement list, and ``later`` sits in a statement
@@ -76,7 +80,7 @@ class RegistrationProof:
             node = self.found.parent(node)
         return node is not None and node in body and list(body).index(node) > list(body).index(first)
 
-    def _name_users(self, reg: Registration, guard: Optional[cst.If], ev: Evidence) -> None:
+    def _name_users(self, reg: Registration, ev: Evidence) -> None:
         if reg.key[0] != "lit":
             ev.prove(f"gradient name `{reg.key[2]}` is built at run time here: no other code can name it")
             return
@@ -90,7 +94,7 @@ class RegistrationProof:
             raise Refuse("TFG112", f"gradient {name!r} is also named in {os.path.relpath(o.path, os.path.dirname(self.p.path))}"
                                    f":{o.line}, which still needs the registration; migrate the override there "
                                    "first (or in the same run), or by hand")
-        allowed = self._allowed_strings(guard)
+        allowed = self._allowed_strings()
         for s in self._file_strings():
             if s.evaluated_value == name and s not in allowed:
                 raise Refuse("TFG112", f"line {self.found.line(s)} reads gradient name {name!r} (a registry "
@@ -99,7 +103,7 @@ class RegistrationProof:
         ev.prove(f"registration {name!r} is used by no other file (searched the project)"
                  if n else f"registration {name!r} is used by no other file")
 
-    def _allowed_strings(self, guard: Optional[cst.If]) -> set:
+    def _allowed_strings(self) -> set:
         allowed: set = set()
         for reg in self.col.registrations:
             call = reg.decorator.decorator if reg.decorator is not None else (
@@ -112,8 +116,6 @@ class RegistrationProof:
             parent = self.found.parent(s)
             if isinstance(parent, (cst.DictElement, cst.Assign)) and not isinstance(self.found.parent(parent), cst.Call):
                 allowed.add(s)  # a map value, or a constant holding the name
-        if guard is not None:
-            _collect_strings(guard.test, allowed)
         return allowed
 
     def _file_strings(self) -> list[cst.SimpleString]:
@@ -170,21 +172,51 @@ class RegistrationProof:
             r = reads[0]
             raise Refuse("TFG115", f"{os.path.basename(r.path)}:{r.line} reads the graph by name (`{r.text}`); "
                                    "the wrapped op's output becomes an IdentityN with another name; migrate by hand")
-        node = cand.node
-        parent = self.found.parent(node)
-        label = f"`{code(node)}`"
-        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _IDENTITY_ATTRS:
-            raise self._identity_refusal(label, parent.attr.value, node)
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-            var = parent.targets[0].target.value
-            attr = _attr_reads(scope.node, var)
-            if attr is not None:
-                raise self._identity_refusal(f"`{var}`", attr[0], attr[1])
-            if self._escapes_through_return(scope, var):
-                self._callers_read(scope, label)
-        elif isinstance(parent, cst.Return):
+        label = f"`{code(cand.node)}`"
+        kind, where = self._flow(cand.node, scope)
+        if kind == "assigned":
+            var = where
+            for use in _loads(scope.node, var, self.found):
+                k, w = self._flow(use, scope)
+                if k in ("escapes", "returned"):
+                    kind, where = k, w
+                    if k == "escapes":
+                        break
+        if kind == "returned":
             self._callers_read(scope, label)
+        elif kind == "escapes":
+            hits = self.project.text_hits(self.p.reach() or [self.p.path], [b".op"]) if self.project is not None else []
+            if hits:
+                h = hits[0]
+                raise Refuse("TFG115", f"{label} is passed on at line {self.found.line(where)}, and "
+                                       f"{os.path.basename(h.path)}:{h.line} reads `.op` of a tensor, maybe of it; "
+                                       "under tf.custom_gradient that is an IdentityN; migrate by hand")
         ev.prove(f"nothing reads the wrapped output's .op or tensor name ({label})")
+
+    def _flow(self, node, scope):
+        """Where a value goes: ("consumed", _) by a TF op or Python arithmetic, ("assigned", name),
+        ("returned", _), ("escapes", node); reading .op/.name of it refuses."""
+        parent = self.found.parent(node)
+        while isinstance(parent, cst.IfExp) and node is not parent.test:
+            node, parent = parent, self.found.parent(parent)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            if parent.attr.value in _IDENTITY_ATTRS:
+                raise self._identity_refusal(f"`{code(node)}`", parent.attr.value, node)
+            return "consumed", None  # .shape, .dtype, a method of the tensor
+        if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget,
+                               cst.Subscript, cst.Expr)):
+            return "consumed", None
+        if isinstance(parent, cst.Arg):
+            call = self.found.parent(parent)
+            if isinstance(call, cst.Call) and (self.col.tf(call) is not None or (
+                    isinstance(call.func, cst.Name) and call.func.value in ("print", "len", "float", "int"))):
+                return "consumed", None
+            return "escapes", parent
+        if isinstance(parent, cst.Return):
+            return "returned", parent
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            return "assigned", parent.targets[0].target.value
+        return "escapes", node
 
     def _identity_refusal(self, label: str, attr: str, node) -> Refuse:
         return Refuse("TFG115", f"line {self.found.line(node)} reads `.{attr}` of {label}; under tf.custom_gradient "
@@ -198,18 +230,6 @@ class RegistrationProof:
             else:
                 self._name_reads = self.project.text_hits(files, NAME_READS) if self.project is not None else []
         return self._name_reads
-
-    @staticmethod
-    def _escapes_through_return(scope, var: str) -> bool:
-        found = []
-
-        class _R(cst.CSTVisitor):
-            def visit_Return(self, node: cst.Return) -> None:
-                if node.value is not None and var in {n.value for n in _names(node.value)}:
-                    found.append(node)
-
-        scope.node.visit(_R())
-        return bool(found)
 
     def _callers_read(self, scope, label: str) -> None:
         fn = scope.function
@@ -249,28 +269,19 @@ class _NameLoads(cst.CSTVisitor):
             self.loads.append(node)
 
 
-def _names(node) -> list[cst.Name]:
-    out: list[cst.Name] = []
+def _loads(root, var: str, found) -> list:
+    """Every read of the name ``var`` under ``root`` (not its bindings)."""
+    out = []
 
-    class _N(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            out.append(n)
+    class _L(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            parent = found.parent(node)
+            if node.value == var and not isinstance(parent, (cst.AssignTarget, cst.Param)) and not (
+                    isinstance(parent, cst.Attribute) and parent.attr is node):
+                out.append(node)
 
-    node.visit(_N())
+    root.visit(_L())
     return out
-
-
-def _attr_reads(root, var: str):
-    """(attr, node) of the first ``var.op`` / ``var.name`` read under ``root``, or None."""
-    found = []
-
-    class _A(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if isinstance(node.value, cst.Name) and node.value.value == var and node.attr.value in _IDENTITY_ATTRS:
-                found.append((node.attr.value, node))
-
-    root.visit(_A())
-    return found[0] if found else None
 
 
 def _ast_identity_read(site):
@@ -298,27 +309,6 @@ def _collect_strings(node, into: set) -> None:
             into.add(n)
 
     node.visit(_S())
-
-
-def _pure(expr) -> bool:
-    """No call, await, yield or walrus: evaluating it has no effect worth keeping."""
-    bad = []
-
-    class _P(cst.CSTVisitor):
-        def visit_Call(self, n) -> None:
-            bad.append(n)
-
-        def visit_Await(self, n) -> None:
-            bad.append(n)
-
-        def visit_Yield(self, n) -> None:
-            bad.append(n)
-
-        def visit_NamedExpr(self, n) -> None:
-            bad.append(n)
-
-    expr.visit(_P())
-    return not bad
 
 
 def _header(node) -> str:

@@ -237,6 +237,36 @@ def _compare(v: View) -> Value:
     return tensor({"bool"}, max_rank([x.ranks if x.kind == TENSOR else None for x in vals]))
 
 
+def _reduce(v: View) -> Value:
+    x = v.get(0, "input_tensor")
+    base = v.ev(x) if x is not None else UNKNOWN_VALUE
+    if base.kind == BOTTOM:
+        return BOTTOM_VALUE
+    whole = v.get(1, "axis") is None and v.get(None, "reduction_indices") is None and v.get(2, "keepdims") is None
+    return tensor(base.dtypes if base.kind == TENSOR else None, {0} if whole else None)
+
+
+def _same_dtype(index: int, name: str) -> Callable[[View], Value]:
+    """A function whose result has the dtype of one argument (its rank is not followed)."""
+    def handler(v: View) -> Value:
+        x = v.get(index, name)
+        base = v.ev(x) if x is not None else UNKNOWN_VALUE
+        if base.kind == BOTTOM:
+            return BOTTOM_VALUE
+        return tensor(base.dtypes if base.kind == TENSOR else None, None)
+    return handler
+
+
+def _matmul(v: View) -> Value:
+    a, b = v.get(0, "a"), v.get(1, "b")
+    va = v.ev(a) if a is not None else UNKNOWN_VALUE
+    vb = v.ev(b) if b is not None else UNKNOWN_VALUE
+    if va.kind == BOTTOM or vb.kind == BOTTOM:
+        return BOTTOM_VALUE
+    ranks = max_rank([va.ranks if va.kind == TENSOR else None, vb.ranks if vb.kind == TENSOR else None])
+    return tensor(va.dtypes if va.kind == TENSOR else None, ranks)
+
+
 def _shape(v: View) -> Value:
     return tensor({"int32"}, {1})
 
@@ -274,6 +304,15 @@ for _n in _UNARY + _BINARY:
     HANDLERS["tensorflow." + _n] = _elementwise("tensorflow." + _n)
 for _n in _COMPARE:
     HANDLERS["tensorflow." + _n] = _compare
+for _n in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "math.reduce_sum",
+           "math.reduce_mean", "math.reduce_max", "math.reduce_min"):
+    HANDLERS["tensorflow." + _n] = _reduce
+HANDLERS["tensorflow.matmul"] = HANDLERS["tensorflow.linalg.matmul"] = _matmul
+for _n, _i, _p in (("transpose", 0, "a"), ("expand_dims", 0, "input"),
+                   ("squeeze", 0, "input"), ("tile", 0, "input"), ("pad", 0, "tensor"), ("gather", 0, "params"),
+                   ("nn.bias_add", 0, "value"), ("nn.l2_normalize", 0, "x"), ("nn.log_softmax", 0, "logits"),
+                   ("clip_by_norm", 0, "t"), ("nn.conv2d", 0, "input")):
+    HANDLERS["tensorflow." + _n] = _same_dtype(_i, _p)
 
 
 def tf_call_value(name: str, view: View) -> Value:

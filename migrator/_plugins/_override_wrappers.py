@@ -51,6 +51,8 @@ def plan_block(p, block: Block, res: BlockResult, helpers: dict, wrappers: dict)
         key = dotted(graph)
         if key is not None and not isinstance(graph, cst.Call):
             _maybe_dead(p, key, b)
+            for name in b.graph_chain:
+                _maybe_dead(p, name, b)
         if isinstance(b.call.args[0].value, cst.Name):
             name = b.call.args[0].value.value
             if len(b.map_stmts) > 1:
@@ -81,6 +83,8 @@ def _maybe_dead(p, key: str, b: Block) -> None:
 
 def _pure(p, value) -> bool:
     """Deleting a binding to this value (once dead) drops no side effect."""
+    if isinstance(value, cst.Name):
+        return True
     if isinstance(value, cst.Call):
         return p.col.tf(value) == "tensorflow.get_default_graph" and not value.args
     if isinstance(value, cst.Attribute) and value.attr.value == "graph":
@@ -179,7 +183,8 @@ def _grad_code(c: Candidate, target, spec: Optional[HelperSpec], params: list[st
             return "lambda dy: None"
         return "lambda dy: (" + ", ".join(["None"] * len(params)) + ")"
     assert spec is not None
-    if spec.takes_only_upstream and not c.consts:
+    partial = not c.variadic and len(c.slots) < c.n_inputs  # Python inputs are not wrapper parameters
+    if spec.takes_only_upstream and not partial:
         return spec.name
     plain, star = upstream_names(spec)
     lam = plain + ([f"*{star}"] if star else [])
@@ -190,7 +195,7 @@ def _grad_code(c: Candidate, target, spec: Optional[HelperSpec], params: list[st
     if spec.output_param:
         args.append("{out}")
     call = f"{spec.name}({', '.join(args + attr_args + lam)})"
-    if c.consts and not c.variadic:  # the helper returns one gradient per op input: keep the parameters'
+    if partial:  # the helper returns one gradient per op input: keep the parameters'
         if len(c.slots) == 1:
             call = f"{call}[{c.slots[0]}]"
         else:
@@ -238,8 +243,7 @@ def _wrapper_name(c: Candidate, target) -> str:
 def _anchor(p, block: Block, target):
     """Where a module-level wrapper goes: after its registered helper, or before the block's statement."""
     if not isinstance(target, str) and target.fn is not None and target.scope is p.col.module_scope:
-        guard = getattr(target, "hoist", None)
-        return ("after", guard if guard is not None else target.fn)
+        return ("after", target.fn)
     line = block.line
     for stmt in p.module.body:
         pos = p.col.positions[stmt]
