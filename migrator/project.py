@@ -411,17 +411,18 @@ def _calls_of(tree: ast.Module, q: str, names: set) -> Optional[list[CallSite]]:
     return out
 
 
-_PROJECTS: dict[tuple, Project] = {}
+_PROJECTS: dict[tuple, tuple] = {}
 
 
 def project_for(index) -> Project:
-    """The project of a run (one per process and run index)."""
+    """The project of a run (one per process and run index).  The index itself is kept
+    and compared: a later run's index may reuse a freed one's id."""
     key = (getattr(index, "root", None), id(index))
-    proj = _PROJECTS.get(key)
-    if proj is None:
+    held = _PROJECTS.get(key)
+    if held is None or held[0] is not index:
         _PROJECTS.clear()
-        proj = _PROJECTS[key] = Project(getattr(index, "root", None), getattr(index, "sources", {}))
-    return proj
+        held = _PROJECTS[key] = (index, Project(getattr(index, "root", None), getattr(index, "sources", {})))
+    return held[1]
 
 
 

@@ -116,8 +116,8 @@ def _wrapper(p, c: Candidate, target, spec: Optional[HelperSpec], indent: str):
         taken.add(name)
         lines.append(f"{name} = {expr}  # evaluated once, where TF1 made the op")
         lets[pname] = name
-        if forward is not None and isinstance(forward, cst.Call):
-            forward = _rename_keyword(forward, pname, name)
+        if forward is not None and isinstance(forward, cst.Call) and pname in c.bound:
+            forward = _rename_arg(forward, c.bound[pname][0], name)
         nested = True
         return name
 
@@ -282,9 +282,10 @@ def _replace_node(tree: cst.CSTNode, old: cst.CSTNode, new: cst.CSTNode) -> cst.
     return tree.visit(_R())
 
 
-def _rename_keyword(call: cst.Call, pname: str, name: str) -> cst.Call:
-    args = [a.with_changes(value=cst.Name(name)) if a.keyword is not None and a.keyword.value == pname else a
-            for a in call.args]
+def _rename_arg(call: cst.Call, position: int, name: str) -> cst.Call:
+    """The call with its argument at ``position`` (positional or keyword) replaced by ``name``."""
+    args = list(call.args)
+    args[position] = args[position].with_changes(value=cst.Name(name))
     return call.with_changes(args=args)
 
 
