@@ -580,3 +580,29 @@ def test_value_inference_joins_every_binding():
     assert (z.kind, z.dtypes, z.ranks) == (TENSOR, frozenset({"int32"}), frozenset({2}))
     assert n.kind == PYTHON
     assert x.kind == UNKNOWN  # no caller: a tensor, a number, anything
+
+
+def test_override_modules_import_each_other_without_cycles_and_stay_small():
+    import glob
+    import os
+
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "migrator", "_plugins")
+    files = glob.glob(os.path.join(root, "_override_*.py")) + glob.glob(os.path.join(root, "_grad*.py")) + [
+        os.path.join(root, "overrides.py")]
+    names = {os.path.basename(f)[:-3] for f in files}
+    deps = {}
+    for f in files:
+        text = open(f, encoding="utf-8").read()
+        assert text.count("\n") <= 500, f
+        tree = ast.parse(text)
+        deps[os.path.basename(f)[:-3]] = {
+            n.module.rsplit(".", 1)[-1] for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.rsplit(".", 1)[-1] in names}
+
+    def visit(mod, path):
+        for d in deps[mod]:
+            assert d not in path, " -> ".join(path + [d])
+            visit(d, path + [d])
+
+    for mod in deps:
+        visit(mod, [mod])
