@@ -340,6 +340,14 @@ class _AstFile:
                 return PY
             if isinstance(node.func, ast.Name) and node.func.id in ("float", "int", "len", "bool", "round"):
                 return PY
+            if isinstance(node.func, ast.Name):  # a function of the same file: what it returns
+                fn = next((d for d in self.tree.body if isinstance(d, ast.FunctionDef) and d.name == node.func.id),
+                          None)
+                if fn is not None and depth < 8:
+                    out = BOTTOM_VALUE
+                    for ret in (n for n in _own_nodes(fn) if isinstance(n, ast.Return)):
+                        out = out.join(self.value(ret.value, fn, depth + 2, values) if ret.value else PY)
+                    return out if out.kind != BOTTOM else UNKNOWN_VALUE
         if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype"):
             return PY
         return UNKNOWN_VALUE
