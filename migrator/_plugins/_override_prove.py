@@ -20,10 +20,6 @@ BUILTIN_TARGETS = {"Identity", "StopGradient", "Neg", "Floor", "Round", "Ceil", 
 #: code tokens that mean another graph may be the default one when a function runs
 GRAPH_SWITCHES = (b"as_default", b"reset_default_graph", b"Estimator", b"estimator", b".function", b"defun",
                   b"wrap_function")
-#: code tokens that read a graph by op or tensor name
-NAME_READS = (b"get_tensor_by_name", b"get_operation_by_name", b"get_operations", b"as_graph_def",
-              b"graph_def", b"consumers")
-_IDENTITY_ATTRS = {"op", "name", "consumers", "value_index"}
 _MAP_READS = {"get", "keys", "items", "values", "copy", "__contains__"}
 _MAP_WRITES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
 

@@ -18,7 +18,6 @@ TENSOR, PYTHON, UNKNOWN, BOTTOM = "tensor", "python", "unknown", "bottom"
 #: dtypes a gradient can flow through (an integer or bool path gives None in TF1 and TF2)
 DIFFERENTIABLE = frozenset({"float16", "float32", "float64", "bfloat16", "complex64"})
 ALL_DTYPES = DIFFERENTIABLE | {"int32", "bool"}
-REAL = frozenset(DIFFERENTIABLE - {"complex64"})
 UNKNOWN_RANK = -1  # the graph does not know the rank statically (placeholder without shape)
 
 _DTYPE_NAMES = {
