@@ -606,3 +606,25 @@ def test_override_modules_import_each_other_without_cycles_and_stay_small():
 
     for mod in deps:
         visit(mod, [mod])
+
+
+def test_the_graph_of_an_enclosing_session_is_the_default_graph():
+    out, sites = migrate("""
+        import tensorflow as tf
+
+        def f(x):
+            with tf.Session() as sess:
+                with sess.graph.gradient_override_map({"Round": "Identity"}):
+                    y = tf.round(x)
+                return sess.run(y)
+        """)
+    (site,) = sites
+    assert site.status == MIGRATED and "`sess` is a session on the default graph" in " ".join(site.proof)
+    refused("""
+        import tensorflow as tf
+
+        def f(x, g):
+            with tf.Session(graph=g) as sess:
+                with sess.graph.gradient_override_map({"Round": "Identity"}):
+                    return tf.round(x)
+        """, "TFG116")

@@ -46,7 +46,7 @@ TFG122, since a tape would ignore it).  Each migrated site lists its proofs
    graph bound elsewhere (module level, an enclosing function, `self.G`) is
    accepted only when no file that can run the code makes another graph the
    default (`as_default`, `reset_default_graph`, Estimators, `tf.function`);
-   a session's graph only for a session opened in the same function.  Otherwise
+   `sess.graph` only for an enclosing `with tf.Session() as sess` (no `graph=`).  Otherwise
    TFG116.
 3. **Read the map.** A dict literal, or a name bound once to one; literal
    updates before the block (`m["K"] = "V"`, `m.update({...})`) are followed;
