@@ -27,6 +27,7 @@ _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "op_typ
 __all__ = [
     "function_info", "op_types", "operator_info", "op_default", "arity",
     "tf_version", "all_op_types", "functions_creating", "possible_op_types", "makes_no_ops", "table",
+    "function_variants", "operator_variants", "param_defaults", "op_attrs", "tf2_status",
 ]
 
 
@@ -156,3 +157,63 @@ def _creators() -> Dict[str, Tuple[str, ...]]:
 def functions_creating(op_type: str) -> Tuple[str, ...]:
     """Public functions that may create an op of ``op_type`` (sorted)."""
     return _creators().get(op_type, ())
+
+
+# -- variants (data/op_variants.json, tools/gen_op_variants.py) -----------------
+
+_VARIANTS_PATH = os.path.join(os.path.dirname(_PATH), "op_variants.json")
+_API_PATH = os.path.join(os.path.dirname(_PATH), "tf_api.json")
+
+
+@functools.lru_cache(maxsize=None)
+def variant_table() -> Dict[str, Any]:
+    """The variants table (loaded once): where op types depend on dtype, rank, list length."""
+    with open(_VARIANTS_PATH, "r", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def function_variants(name: str) -> Dict[str, Any]:
+    """``{"dtype": {dt: types}, "rank": {r: types}, "list_len": {n: types}, "failed": [...],
+    "primary": {...}}`` for a public function; ``{}`` when no variant differs (or unknown)."""
+    return variant_table()["functions"].get(_normalise(name), {})
+
+
+def operator_variants(operator: str) -> Optional[Dict[str, Any]]:
+    """The same for a libcst operator class name (``"MatrixMultiply"``), with its
+    primary ``ops``; None for an operator that was not traced."""
+    return variant_table()["operators"].get(operator)
+
+
+def param_defaults(name: str) -> Optional[Dict[str, Any]]:
+    """Python default of each parameter of a public function (``leaky_relu``: alpha 0.2);
+    a dtype default is ``{"dtype": name}``, anything else ``{"repr": ...}``."""
+    return variant_table()["param_defaults"].get(_normalise(name))
+
+
+def op_attrs(op_type: str) -> Optional[Dict[str, Any]]:
+    """``{"attrs": [...], "input_type_attrs": [...]}`` from the op def."""
+    return variant_table()["op_attrs"].get(op_type)
+
+
+@functools.lru_cache(maxsize=None)
+def _api() -> Dict[str, Any]:
+    with open(_API_PATH, "r", encoding="utf-8") as f:
+        data = json.load(f)
+    return {"same": frozenset(data["same"]), "differs": frozenset(data["differs"]), "renamed": data["renamed"]}
+
+
+def tf2_status(name: str) -> Tuple[str, Optional[str]]:
+    """Whether the TF1 name ``name`` (``tensorflow.log``) means the same in TF2:
+    ``("same", None)``, ``("differs", None)`` (TF2 has the name, another object),
+    ``("renamed", "tensorflow.math.log")`` (the very same object under another
+    name in both), or ``("v1_only", None)``."""
+    short = _normalise(name)
+    short = short[len("tensorflow."):] if short.startswith("tensorflow.") else short
+    api = _api()
+    if short in api["same"]:
+        return "same", None
+    if short in api["differs"]:
+        return "differs", None
+    if short in api["renamed"]:
+        return "renamed", "tensorflow." + api["renamed"][short]
+    return "v1_only", None

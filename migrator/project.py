@@ -179,6 +179,88 @@ class Project:
             frontier = nxt
         return out
 
+    def importers(self, path: str, depth: int = 3) -> Optional[list[str]]:
+        """Project files that import ``path``, directly or through other project modules
+        (``depth`` levels up); None when the project could not be scanned."""
+        target = os.path.abspath(path)
+        found: list[str] = []
+        frontier = [target]
+        for _ in range(depth):
+            nxt = []
+            for mod in frontier:
+                stem = os.path.splitext(os.path.basename(mod))[0]
+                if stem == "__init__":
+                    stem = os.path.basename(os.path.dirname(mod))
+                hits = self.grep(stem.encode())
+                if hits is None:
+                    return None
+                for q in hits:
+                    if q != target and q not in found and any(p == mod for p, _l in self.imports(q)):
+                        found.append(q)
+                        nxt.append(q)
+            frontier = nxt
+        return found
+
+    def text_hits(self, paths: Iterable[str], needles: Iterable[bytes]) -> list[Location]:
+        """Where any of ``needles`` occurs in code (not comments or strings) of ``paths``."""
+        out: list[Location] = []
+        words = [n.decode() for n in needles]
+        for p in paths:
+            text = self.text(p)
+            if text is None or not any(w.lstrip(".") in text for w in words):
+                continue
+            for line, name in _code_words(text, words):
+                out.append(Location(os.path.abspath(p), line, name))
+        return out
+
+    def external_uses(self, path: str, name: str) -> Optional[list[Location]]:
+        """Uses of the module-level ``name`` of ``path`` in other project files
+        (``from mod import name``, ``mod.name``); None when it cannot be told
+        (a star import of the module, a project too big to scan)."""
+        path = os.path.abspath(path)
+        hits = self.grep(name.encode())
+        stem = os.path.splitext(os.path.basename(path))[0]
+        star = self.grep(b"import *")
+        if hits is None or star is None:
+            return None
+        for q in star:  # `from mod import *` binds every name without naming it
+            tree = self.tree(q) if stem in (self.text(q) or "") else None
+            if tree is not None and any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+                                        and self.resolve(n.module or "", n.level, q) == path
+                                        for n in ast.walk(tree)):
+                return None
+        out: list[Location] = []
+        for q in hits:
+            if q == path:
+                continue
+            tree = self.tree(q)
+            if tree is None:
+                continue
+            names = _local_names_for(self, tree, q, path, name)
+            if names is None:
+                return None
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names) \
+                        and self.resolve(node.module or "", node.level, q) == path:
+                    out.append(Location(q, node.lineno, name))
+                elif isinstance(node, (ast.Name, ast.Attribute)) and _dotted(node) in names - {name}:
+                    out.append(Location(q, node.lineno, name))
+        return out
+
+    def string_uses(self, text: str) -> Optional[list[Location]]:
+        """Every string literal equal to ``text`` in the project (None: project too big)."""
+        hits = self.grep(text.encode())
+        if hits is None:
+            return None
+        out: list[Location] = []
+        for q in hits:
+            tree = self.tree(q)
+            if tree is None:
+                continue
+            out += [Location(q, n.lineno, text) for n in ast.walk(tree)
+                    if isinstance(n, ast.Constant) and n.value == text]
+        return out
+
     # -- facts ------------------------------------------------------------
     def gradients_patches(self) -> Optional[list[Location]]:
         """Statements anywhere in the project that replace ``tf.gradients`` (None: unknown)."""
@@ -343,15 +425,37 @@ def _calls_of(tree: ast.Module, q: str, names: set) -> Optional[list[CallSite]]:
     return out
 
 
-_PROJECTS: dict[tuple, Project] = {}
+_PROJECTS: dict[tuple, tuple] = {}
 
 
 def project_for(index) -> Project:
-    """The project of a run (one per process and run index)."""
+    """The project of a run (one per process and run index).  The index itself is kept
+    and compared: a later run's index may reuse a freed one's id."""
     key = (getattr(index, "root", None), id(index))
-    proj = _PROJECTS.get(key)
-    if proj is None:
+    held = _PROJECTS.get(key)
+    if held is None or held[0] is not index:
         _PROJECTS.clear()
-        proj = _PROJECTS[key] = Project(getattr(index, "root", None), getattr(index, "sources", {}))
-    return proj
+        held = _PROJECTS[key] = (index, Project(getattr(index, "root", None), getattr(index, "sources", {})))
+    return held[1]
 
+
+
+def _code_words(text: str, words: list[str]) -> list[tuple[int, str]]:
+    """(line, word) for each code token of ``text`` (a name, not a comment or a string)
+    equal to a word; a word written ``.name`` must follow a dot (``tf.function``)."""
+    import io
+    import tokenize
+
+    out = []
+    prev = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NAME:
+                for w in words:
+                    if tok.string == w.lstrip(".") and (not w.startswith(".") or prev == "."):
+                        out.append((tok.start[0], w))
+            if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+                prev = tok.string
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return [(1, w) for w in words if w.lstrip(".") in text]
+    return out

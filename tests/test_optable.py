@@ -312,3 +312,44 @@ def test_argument_variants():
     assert optable.possible_op_types("tensorflow.where") == ["Select", "SelectV2", "Where"]
     clip = optable.function_info("tensorflow.clip_by_value")["arg_variants"]
     assert [o["inputs"] for o in clip["clip_value_min=-1.0,clip_value_max=1.0"]] == [["t", None], [None, None]]
+
+
+# -- variants (op_variants.json) and TF1/TF2 names (tf_api.json) ---------------------------
+
+
+def test_variants_record_what_changes_the_op():
+    assert optable.function_variants("tensorflow.matmul")["rank"] == {
+        "3": ["BatchMatMulV2"], "4": ["BatchMatMulV2"], "unknown": ["BatchMatMulV2"]}
+    assert optable.function_variants("tensorflow.concat")["list_len"] == {"1": ["Identity"]}
+    assert optable.function_variants("tensorflow.sign")["dtype"]["complex64"] == ["ComplexAbs", "Cast", "DivNoNan"]
+    assert optable.function_variants("tensorflow.round")["dtype"]["int32"] == []
+    assert "dtype:complex64" in optable.function_variants("tensorflow.nn.relu")["failed"]
+    assert optable.function_variants("tensorflow.identity") == {}  # the same op whatever it gets
+    assert optable.operator_variants("MatrixMultiply")["rank"]["3"] == ["BatchMatMulV2"]
+    assert optable.operator_variants("Multiply")["ops"] == ["Mul"]
+    assert optable.param_defaults("tensorflow.nn.leaky_relu")["alpha"] == 0.2
+    assert optable.op_attrs("LeakyRelu") == {"attrs": ["T", "alpha"], "input_type_attrs": ["T"]}
+
+
+def test_tf2_status_of_tf1_names():
+    assert optable.tf2_status("tensorflow.sign") == ("same", None)
+    assert optable.tf2_status("tensorflow.compat.v1.floordiv") == ("renamed", "tensorflow.math.floordiv")
+    assert optable.tf2_status("tensorflow.py_func") == ("v1_only", None)
+    assert optable.tf2_status("tensorflow.where") == ("differs", None)
+
+
+@pytest.mark.skipif(not HAVE_TF, reason="needs TensorFlow")
+def test_shipped_variants_match_a_fresh_trace():
+    code = textwrap.dedent("""
+        import json, sys
+        sys.path.insert(0, "tools")
+        import gen_op_variants
+        data = gen_op_variants.build(["tensorflow.matmul", "tensorflow.concat", "tensorflow.cast"])
+        shipped = json.load(open("migrator/data/op_variants.json"))
+        for name, entry in data["functions"].items():
+            assert shipped["functions"][name] == entry, name
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")

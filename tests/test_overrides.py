@@ -8,7 +8,10 @@ properties over generated blocks.
 from __future__ import annotations
 
 import ast
+import glob
 import os
+import shutil
+import sys
 import textwrap
 
 import pytest
@@ -17,7 +20,10 @@ from hypothesis import strategies as st
 
 from migrator import runner
 from migrator.model import MANUAL, MIGRATED
-from migrator.pipeline import RunIndex, migrate_text
+from migrator.pipeline import Options, migrate_text
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import override_numbers as numbers_harness  # noqa: E402
 
 
 def migrate(src: str, path: str = "m.py", index=None):
@@ -117,7 +123,8 @@ def test_partially_dead_map_notes_the_unused_key():
         """
         import tensorflow as tf
 
-        def f(x):
+        def f():
+            x = tf.placeholder(tf.float32, [None])
             with tf.get_default_graph().gradient_override_map({"Sign": "Identity", "cast": "Identity"}):
                 return tf.sign(x)
         """
@@ -317,3 +324,79 @@ def test_a_builtin_gradient_that_is_not_inlined_is_named_as_such():
     out, sites = migrate_text(src)
     assert out == src
     assert sites[0].code == "TFG106" and "TF's own gradient of the Relu op" in sites[0].reason
+
+
+# -- the numbers: before (TF1 graph) == after (TF1 graph, TF2 eager, tf.function) --------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OV_CASES = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(ROOT, "fixtures", "ov_*", "before.py")))
+#: migrated fixtures that cannot be probed by calling one function (they build their own graph)
+NOT_PROBED = {"ov_graph_as_default"}
+
+
+def _read(case, name):
+    with open(os.path.join(case, name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _migrated(case) -> bool:
+    return _read(case, "before.py") != _read(case, "after.py")
+
+
+PROBED = [c for c in OV_CASES if numbers_harness.probes(os.path.join(c, "before.py"))]
+UNSAFE = [c for c in OV_CASES if numbers_harness.probes(os.path.join(c, "before.py"), "unsafe-differs")]
+
+
+def _unsafe_copy(case, scratch) -> str:
+    """before.py migrated with --unsafe-fixes, in a copy of the case (helper modules next to it)."""
+    dst = os.path.join(scratch, os.path.basename(case))
+    shutil.copytree(case, dst, ignore=shutil.ignore_patterns("after.py", "__pycache__"))
+    paths = sorted(os.path.join(dst, f) for f in os.listdir(dst) if f.endswith(".py"))
+    runner.run(paths, runner.RunOptions(jobs=1, options=Options(unsafe_fixes=True)))
+    return os.path.join(dst, "before.py")
+
+
+@pytest.fixture(scope="module")
+def ov_numbers(tmp_path_factory):
+    pytest.importorskip("tensorflow")
+    migrated = [c for c in PROBED if _migrated(c)]
+    before = [(os.path.join(c, "before.py"), numbers_harness.probes(os.path.join(c, "before.py"))) for c in migrated]
+    after = [(os.path.join(c, "after.py"), numbers_harness.probes(os.path.join(c, "before.py"))) for c in migrated]
+    scratch = str(tmp_path_factory.mktemp("unsafe"))
+    unsafe_probes = [(c, numbers_harness.probes(os.path.join(c, "before.py"), "unsafe-differs")) for c in UNSAFE]
+    old = [(os.path.join(c, "before.py"), pr) for c, pr in unsafe_probes]
+    new = [(_unsafe_copy(c, scratch), pr) for c, pr in unsafe_probes]
+    v1 = numbers_harness.run("v1", before + old)
+    out = {"v1": dict(zip(migrated, v1[: len(migrated)])), "unsafe_v1": dict(zip(UNSAFE, v1[len(migrated):]))}
+    for mode in ("v1r", "v2", "fn"):
+        out[mode] = dict(zip(migrated, numbers_harness.run(mode, after)))
+    out["unsafe_v2"] = dict(zip(UNSAFE, numbers_harness.run("v2", new)))
+    return out
+
+
+def test_every_migrated_fixture_is_probed():
+    missing = [os.path.basename(c) for c in OV_CASES if _migrated(c) and c not in PROBED
+               and os.path.basename(c) not in NOT_PROBED]
+    assert missing == []
+
+
+@pytest.mark.parametrize("mode", ["v1r", "v2", "fn"])
+@pytest.mark.parametrize("case", [c for c in PROBED if _migrated(c)], ids=lambda c: os.path.basename(c))
+def test_migrated_fixture_computes_what_tf1_computed(case, mode, ov_numbers):
+    old, new = ov_numbers["v1"][case], ov_numbers[mode][case]
+    assert not isinstance(old, str), old
+    assert not isinstance(new, str), new
+    for probe, a, b in zip(numbers_harness.probes(os.path.join(case, "before.py")), old, new):
+        assert numbers_harness.close(a["fwd"], b["fwd"]), (probe, "forward", a["fwd"], b["fwd"])
+        assert numbers_harness.close(a["grads"], b["grads"]), (probe, "gradients", a["grads"], b["grads"])
+
+
+@pytest.mark.parametrize("case", UNSAFE, ids=lambda c: os.path.basename(c))
+def test_refusal_is_needed_the_unsafe_rewrite_differs_on_some_input(case, ov_numbers):
+    """The assumption --unsafe-fixes takes is false for this probe: the numbers change."""
+    assert _read(case, "before.py") == _read(case, "after.py"), "refused by default"
+    old, new = ov_numbers["unsafe_v1"][case], ov_numbers["unsafe_v2"][case]
+    assert not isinstance(old, str), old
+    assert not isinstance(new, str), new
+    assert any(not numbers_harness.close(a["fwd"], b["fwd"]) or not numbers_harness.close(a["grads"], b["grads"])
+               for a, b in zip(old, new)), (old, new)

@@ -77,3 +77,44 @@ def test_gradients_patches_in_every_spelling(tmp_path):
                              "class A:\n    def __init__(self):\n        self.gradients = []\n")
     found = Project(str(tmp_path)).gradients_patches()
     assert sorted(loc.path.rsplit("/", 1)[-1] for loc in found) == ["p1.py", "p2.py", "p3.py", "p4.py", "p5.py", "p6.py"]
+
+
+def test_importers_are_found_through_other_modules(tmp_path):
+    q = write(tmp_path, "pkg/quant.py", "import tensorflow as tf\nG = tf.get_default_graph()\n")
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/model.py", "from pkg.quant import G\n")
+    main = write(tmp_path, "main.py", "from pkg import model\n")
+    write(tmp_path, "other.py", "quant = 3  # mentions the name, imports nothing\n")
+    found = Project(str(tmp_path)).importers(q)
+    assert sorted(p.rsplit("/", 1)[-1] for p in found) == ["main.py", "model.py"]
+    assert main in found
+
+
+def test_text_hits_see_code_not_comments_or_strings(tmp_path):
+    a = write(tmp_path, "a.py", "import tensorflow as tf\n# as_default in a comment\ns = 'as_default'\n"
+                                "def function():\n    pass\n")
+    b = write(tmp_path, "b.py", "import tensorflow as tf\nwith tf.Graph().as_default():\n    pass\n"
+                                "f = tf.function(g)\n")
+    proj = Project(str(tmp_path))
+    hits = proj.text_hits([a, b], [b"as_default", b".function"])
+    assert sorted((h.path.rsplit("/", 1)[-1], h.line, h.text) for h in hits) == [
+        ("b.py", 2, "as_default"), ("b.py", 4, ".function")]
+
+
+def test_external_uses_of_a_module_level_name(tmp_path):
+    lib = write(tmp_path, "lib.py", "G = 1\nMAP = {}\n")
+    write(tmp_path, "a.py", "from lib import G\nprint(G)\n")
+    write(tmp_path, "b.py", "import lib\nlib.MAP['x'] = 'y'\n")
+    write(tmp_path, "c.py", "G = 2\nMAP = 3\n")  # same names, another module
+    proj = Project(str(tmp_path))
+    assert [(u.path.rsplit("/", 1)[-1], u.line) for u in proj.external_uses(lib, "G")] == [("a.py", 1)]
+    assert [(u.path.rsplit("/", 1)[-1], u.line) for u in proj.external_uses(lib, "MAP")] == [("b.py", 2)]
+    write(tmp_path, "d.py", "from lib import *\n")
+    assert Project(str(tmp_path)).external_uses(lib, "G") is None
+
+
+def test_string_uses_are_literals_only(tmp_path):
+    write(tmp_path, "a.py", "REG = 'QuantizeGrad'\n# QuantizeGrad in a comment\nname = 'QuantizeGrad2'\n")
+    write(tmp_path, "b.py", "m = {'Sign': 'QuantizeGrad'}\n")
+    uses = Project(str(tmp_path)).string_uses("QuantizeGrad")
+    assert sorted((u.path.rsplit("/", 1)[-1], u.line) for u in uses) == [("a.py", 1), ("b.py", 1)]

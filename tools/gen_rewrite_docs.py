@@ -27,58 +27,71 @@ works everywhere: TF1 graph mode with `tf.gradients`, tapes, eager and
 
 ## How an override site is migrated
 
+Every step below is a proof obligation; the conditions, and the code that
+checks each, are listed in [soundness.md](soundness.md).  A block is rewritten
+only when all of them are shown from the source (or, with `--unsafe-fixes`,
+taken as a stated assumption); otherwise it stays byte-identical and is
+reported `manual` with a reason that says what to do (a manual override also
+makes the `tf.gradients` calls of its file, and of files importing it, manual:
+TFG122, since a tape would ignore it).  Each migrated site lists its proofs
+(`Site.proof`) in every report.
+
 1. **Find the sites.** `with X.gradient_override_map(MAP):` where `X` resolves,
-   through libcst's `QualifiedNameProvider`, to a TF graph:
-   `tf.get_default_graph()` (any spelling: `tf.compat.v1`, `ops`), a name or
-   `self.` attribute bound to one, `sess.graph`/`x.graph`, or the `graph` of
-   `with tf.Graph().as_default() as graph`.  Anything else is reported (TFG107)
-   and left alone.
-2. **Read the map.** A dict literal, or a name bound once to one; values are
-   string literals or names bound to the string a `RegisterGradient` uses
-   (`grad_name = "Flip%d" % n`).  Otherwise TFG103.
-3. **Link each value to its gradient.** A built-in target (`Identity`,
+   through libcst's `QualifiedNameProvider`, to a TF graph expression; anything
+   else is reported (TFG107) and left alone.
+2. **The graph must be the graph.** The override applied only to ops made while
+   `X` was the default graph.  `tf.get_default_graph()` in the `with`, a name
+   bound to it in the same function under the same default graph, or the
+   `graph` of an enclosing `with tf.Graph().as_default() as graph` prove it.  A
+   graph bound elsewhere (module level, an enclosing function, `self.G`) is
+   accepted only when no file that can run the code makes another graph the
+   default (`as_default`, `reset_default_graph`, Estimators, `tf.function`);
+   `sess.graph` only for an enclosing `with tf.Session() as sess` (no `graph=`).  Otherwise
+   TFG116.
+3. **Read the map.** A dict literal, or a name bound once to one; literal
+   updates before the block (`m["K"] = "V"`, `m.update({...})`) are followed;
+   any other change or escape of the map (another function, another file, a
+   conditional, `.update` of a variable) is TFG103.
+4. **Link each value to its gradient.** Built-in targets (`Identity`,
    `StopGradient`, `Neg`, `Sign`, `Floor`/`Round`/`Ceil`/`Rint`, `Add`/`AddV2`)
-   is inlined with TF's exact semantics (§2.3).  A registered name is linked to
-   its `@tf.RegisterGradient(name)` def or `tf.RegisterGradient(name)(fn)` call
-   in the same file.  Pass 1 indexes every registration of the run, so a
-   registration that lives in another file is reported with its location
-   (TFG106) instead of being guessed.
-4. **Find every op of a mapped type the block creates.** API calls through the
-   op-type table generated from TensorFlow (`tools/gen_op_table.py`,
-   `migrator/data/op_types.json`): `tf.sign` makes `Sign`, `tf.nn.relu` makes
-   `Relu`; operators on tensors (`*` is `Mul`, unary `-` is `Neg`, ...); ops made
-   inside API functions (`tf.clip_by_value` makes `Minimum` and `Maximum`: an
-   op inside a library function cannot be wrapped from the call site, TFG108).
-   Same-module functions called in the block are analysed; any other call
-   (a Keras layer, a method, another package) makes the block manual (TFG101).
-5. **Rewrite.** Each overridden op becomes a call of a generated
+   are inlined with TF's exact semantics (§2.3); a registered name is linked to
+   its `RegisterGradient` in the same file (elsewhere: TFG106).
+5. **Find every op of a mapped type the block makes, exactly.** Through the op
+   table (`tools/gen_op_table.py`) and its variants (`tools/gen_op_variants.py`):
+   the op a call makes can depend on the dtype (a cast to the same dtype makes
+   none; `tf.sign` of a complex tensor makes no `Sign`), the static rank
+   (`tf.matmul`/`@` make `BatchMatMulV2` on rank >= 3 or an unknown rank) and
+   the list length (`tf.concat([x], 0)` is an `Identity`).  What the source
+   shows about the inputs (placeholders, constants, casts, callers anywhere in
+   the project) picks the variants; where the source does not show which op is
+   made, the block is manual (TFG111).  Python arithmetic makes no op; an
+   operator is an op only when an operand is shown to be a tensor.  The same
+   proof is needed to call an override dead (TFG007).  Ops made inside a
+   library function (TFG108) and unknown calls (TFG101) make the block manual.
+6. **Nothing reads the op's identity.** Under `tf.custom_gradient` the output
+   is an `IdentityN` output: `.op`, `.op.inputs`, `.op.type` and names change.
+   A program that reads them, or looks tensors up by name, is manual (TFG115).
+7. **Registrations.** A registration goes only when no other file names the
+   gradient (TFG112) and nothing calls the function directly (TFG113); its def
+   must run before every block that uses it, on every path (a def behind a
+   register-once `if` guard is not: TFG114).
+8. **The gradient function runs eagerly now: TF2 code.** Names TF2 has as the
+   same function under another name are renamed (`tf.floordiv` ->
+   `tf.math.floordiv`); `tf.py_func` becomes `tf.numpy_function` keeping the
+   list contract; `tf.Print`, `set_shape`, `.eval()`, sessions, placeholders
+   and other TF1-only names are manual (TFG117).  `op.inputs[i]` becomes the
+   i-th input, `op.outputs[0]` the forward result, `op.get_attr(a)` the call's
+   argument (by position or keyword; a computed one is evaluated once in the
+   wrapper, where the op is made) or the function's default; other uses of
+   `op` are manual (TFG105).  Parameters after the upstream gradients keep
+   their defaults.
+9. **Rewrite.** Each overridden op becomes a call of a generated
    `@tf.custom_gradient` function, called positionally (TF silently skips a
-   custom gradient when every argument is a keyword, §3).  Its forward is the
-   original call; literal and module-level arguments stay in it, local
-   non-tensor arguments are captured by defining the function where they are
-   visible.  The registered function becomes a plain helper with explicit
-   parameters (`op.inputs[i]` becomes the i-th input, `op.outputs[0]` the
-   forward result, `op.get_attr("T")` the input's dtype, `op.get_attr(a)` the
-   literal keyword of the call or the op's default); `x = op.inputs[0]` lines
-   become the parameter name.  One helper serves every site that used the
-   registration.  `op.name`, `op.node_def` and friends have no TF2 equivalent:
-   TFG105.
-6. **Clean up.** The `with` is removed and its statements move out unchanged,
-   comments included.  Registrations that only served migrated overrides,
-   `G = tf.get_default_graph()` lines, names that held dynamic gradient names
-   and `tensorflow` imports that became dead are removed (comments written
-   above such a removed line go with it; blank lines are kept).
-7. **Refuse, byte-identical, when it can't be shown equivalent**: unknown calls
-   in the block (TFG101), an override that escapes the `with` (a `yield`,
-   TFG102), a map built at run time or holding function objects (TFG103), a map
-   TF1 itself rejects such as `Identity` on the two-input `Maximum` (TFG104), a
-   registration shared with a block that needs manual work (TFG109).  A manual
-   override also makes the `tf.gradients` calls of that file (and of files that
-   import it) manual (TFG122): a tape would silently ignore it.
-8. **Dead overrides** (no op of a mapped type is created, nothing unknown is
-   called) are removed and reported (TFG007), with a hint for case typos such
-   as `"sign"` or `"Matmul"`: TF1 ignored them too, so removing them keeps the
-   numbers.
+   custom gradient when every argument is a keyword, §3).  Python operands stay
+   inside it (TF1 converted them to the other operand's dtype; a parameter
+   would become an int32 or float64 tensor).  The `with` is removed and its
+   statements move out unchanged, comments included; registrations, graph
+   bindings, maps and imports that became dead go.
 
 `tf.py_func` under `{"PyFunc": name}` becomes `tf.custom_gradient` around
 `tf.numpy_function` (same `PyFunc` op, same numpy semantics; `tf.py_function`
@@ -104,17 +117,26 @@ RULES = [
     ("ov_neg_target", "Built-in `Neg` target", "Gradient reversal."),
     ("ov_ternarize_add", "Ternarize idiom `{\"Sign\": \"Identity\", \"Mul\": \"Add\"}`", "Both keys are honoured; `Add` passes `dy` to each input, summed over broadcast dimensions, exactly as TF's own gradient."),
     ("ov_bernoulli_ceil_sub", "Binary stochastic neuron `{\"Ceil\": \"Identity\", \"Sub\": ...}`", "`tf.random_uniform` with default bounds makes no `Sub` of its own, so only the user's `x - u` is wrapped; `name` from `tf.name_scope(...) as name` is local, so that wrapper is defined in the function; a dead `Cast` key is noted."),
-    ("ov_operator_mul_neg", "Ops made by operators", "`a * b` is `Mul`, `-c` is `Neg`; Python arithmetic on literals creates no op."),
+    ("ov_operator_mul_neg", "Ops made by operators", "`a * b` is `Mul` because the caller passes tensors, `-c` is `Neg`; Python arithmetic creates no op."),
     ("ov_one_helper_two_blocks", "One registration, several sites", "The helper is kept once; each op type gets its own wrapper."),
     ("ov_flip_gradient_builder", "Per-call gradient names (the flip-gradient builder)", "The dynamic name links the registration to the map; the closure over `scale` keeps working."),
-    ("ov_registration_in_if", "Registration guarded by an `if`, graph from a session", "Each block is judged on its own: the Keras model makes the first one manual, the second is migrated."),
+    ("ov_registration_in_if", "Manual: graph from a session parameter, Keras model in the block", "The Keras model makes the first block manual (TFG101); the second enters the map on `session.graph`, which need not be the default graph the ops are made in (TFG116)."),
     ("ov_pyfunc_list_inputs", "py_func with a registered gradient", "`tf.py_func` becomes `tf.numpy_function` inside the custom gradient."),
     ("ov_pyfunc_passed_grad", "py_func recipe with the gradient passed as a value", "Each function passed as `grad` is converted; the unique-name machinery goes."),
-    ("ov_sess_graph", "`sess.graph`", ""),
+    ("ov_sess_graph", "Manual: `sess.graph` of a session passed in (TFG116)", "The override applied only if that graph was the default one when the ops were made; the source does not show it."),
     ("ov_graph_as_default", "`with tf.Graph().as_default() as graph`", ""),
     ("ov_self_graph_attribute", "`self.G`", ""),
     ("ov_comments_kept", "Comments move with their statements", ""),
     ("ov_dead_typo", "Dead override (a typo)", "Reported as TFG007 with a hint; TF1 ignored it, so the numbers do not change."),
+    ("ov_matmul_rank_shown", "Op type shown by static rank", "`tf.matmul` makes `MatMul` only on static rank 2 (`BatchMatMulV2` on rank 3 or an unknown rank); here the caller's placeholder and variable show rank 2."),
+    ("ov_cast_dtype_shown", "Op type shown by dtype", "A cast to the input's own dtype makes no op; the caller's float64 placeholder shows that this cast makes a `Cast`."),
+    ("ov_concat_one_tensor", "A one-tensor `tf.concat` is an `Identity`", "So the `ConcatV2` key is dead (TFG007, removed), and an `Identity` key meets an op made inside `tf.concat` (manual, TFG108)."),
+    ("ov_literal_operands", "Python operands keep the dtype TF1 gave them", "TF1 converted `2` and `np.float64(0.5)` to the other operand's dtype; they stay inside the wrapper (a `custom_gradient` parameter would make them int32/float64 tensors), and an operand that may be a Python number is converted at the call site exactly as TF1 did."),
+    ("ov_get_attr_positional", "`op.get_attr` from a positional or computed argument", "`alpha` passed by position is read from the call; a computed `alpha` is evaluated once in the wrapper, where the op is made, and passed to the helper."),
+    ("ov_map_updated", "A map updated by literal statements before the block", "Followed exactly; the map and its updates go once nothing reads them."),
+    ("ov_registration_in_loop", "A registration in a loop, before its block", "The def runs before the block on every path, so the helper stays in the loop."),
+    ("ov_grad_tf2_body", "The gradient function runs eagerly: made TF2 code", "`tf.py_func(..., [T])[0]` becomes `tf.numpy_function(..., T)` (eager `numpy_function` unwraps a one-element list, so a kept `[0]` would pick a row); `tf.floordiv` is the very same function as `tf.math.floordiv`."),
+    ("ov_grad_default_args", "Default arguments of the registered function", "TF1 passed one upstream gradient per op output; the other parameters keep their defaults."),
     ("ov_custom_op_registration_untouched", "Valid: a registration no map uses", "The primary gradient of a custom op is not an override and stays."),
     ("ov_refuse_keras_layer", "Manual: unknown call in the block (TFG101)", ""),
     ("ov_refuse_yield", "Manual: the override escapes via `yield` (TFG102)", ""),
@@ -124,6 +146,16 @@ RULES = [
     ("ov_refuse_lookalike", "Manual: not a TF graph (TFG107)", ""),
     ("ov_refuse_exit_stack", "Manual: entered outside a single-item `with` (TFG110)", ""),
     ("ov_refuse_clip_by_value", "Manual: op made inside a library function (TFG108)", ""),
+    ("ov_refuse_matmul_rank", "Manual: the op type depends on a rank the source does not show (TFG111)", "`x @ w` is `MatMul` on rank 2 and `BatchMatMulV2` on rank 3; with `--unsafe-fixes` it is migrated assuming rank 2 (a rank-3 call then gets the wrong gradient: the tests show it)."),
+    ("ov_refuse_cast_dtype", "Manual: the op type depends on a dtype the source does not show (TFG111)", ""),
+    ("ov_refuse_map_changed", "Manual: a map changed where the rewrite cannot follow it (TFG103)", ""),
+    ("ov_refuse_other_default_graph", "Manual: a module-level graph while another graph may be the default (TFG116)", ""),
+    ("ov_refuse_identity_read", "Manual: the program reads the wrapped op (TFG115)", ""),
+    ("ov_refuse_registration_shared", "Manual: another file needs the registration (TFG112)", "`layers.py` names the gradient too: its block is manual (TFG106), so this registration must stay."),
+    ("ov_refuse_direct_call", "Manual: the registered function is also called directly (TFG113)", ""),
+    ("ov_refuse_register_once", "Manual: a registration behind a register-once guard (TFG114)", "The guard kept TF1 from registering twice; a helper left inside the `if` would be missing on the second call.  The reason says what to do: define the function outside the `if`, then re-run."),
+    ("ov_refuse_registration_guarded", "Manual: a registration that may not run before its block (TFG114)", ""),
+    ("ov_refuse_grad_eager_meaning", "Manual: gradient code whose meaning changes when run eagerly (TFG117)", ""),
 ]
 
 

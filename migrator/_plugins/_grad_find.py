@@ -65,6 +65,10 @@ GRAPH_FN_CALLS = {
 }
 
 
+STATE = "<state>"  # pseudo key: what the project's code may read and write besides names
+TRAINABLE = "<trainable variables>"  # pseudo key: the sources are every trainable variable
+
+
 class Refuse(Exception):
     def __init__(self, code: str, reason: str):
         super().__init__(reason)

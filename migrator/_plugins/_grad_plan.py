@@ -12,8 +12,8 @@ from typing import Union
 import libcst as cst
 
 from migrator._plugins._dataflow import Effects, effects
-from migrator._plugins._grad_find import Call, Group, Item, Refuse, chain_items
-from migrator._plugins._grad_proof import STATE, BlockScope, Prover
+from migrator._plugins._grad_find import STATE, Call, Group, Item, Refuse, chain_items
+from migrator._plugins._grad_proof import BlockScope, Prover
 from migrator._plugins._grad_values import is_inert
 from migrator.tfnames import dotted
 

@@ -33,12 +33,11 @@ import libcst as cst
 import libcst.matchers as m
 
 from migrator._plugins._dataflow import touches
-from migrator._plugins._grad_find import Call, Item, Refuse, Source, chain_items
-from migrator._plugins._grad_values import META_ATTRS, is_fresh, value_kind
+from migrator._plugins._grad_find import STATE, TRAINABLE, Call, Item, Refuse, Source, chain_items
+from migrator._plugins._grad_values import META_ATTRS, is_fresh
+from migrator._plugins._grad_watch import WatchProof, bindable, leaves
 from migrator.tfnames import dotted
 
-STATE = "<state>"  # pseudo key: what the project's code may read and write besides names
-TRAINABLE = "<trainable variables>"  # pseudo key: the sources are every trainable variable
 
 
 @dataclass
@@ -53,7 +52,7 @@ class BlockScope:
     loop_writes: set = field(default_factory=set)  # keys bound anywhere in the enclosing loops
 
 
-class Prover:
+class Prover(WatchProof):
     def __init__(self, an, flat: list[Item], scope: BlockScope) -> None:
         self.an = an
         self.flat = flat
@@ -200,31 +199,18 @@ class Prover:
                     f"that builds it), watch the sources there, and call tape.gradient instead of this call")
         return f"open a tf.GradientTape around the lines that compute `{name}` from the sources"
 
-    def _grad_ys(self, c: Call) -> None:
-        """``None`` inside grad_ys means ones; the tape needs ``tf.ones_like(y)`` in its place."""
-        from migrator._plugins._grad_apply import none_slots
-
-        og = c.kwargs.get("output_gradients")
-        if og is None or not none_slots(og):
-            return
-        n = len(c.ys.elements) if isinstance(c.ys, (cst.List, cst.Tuple)) else 1
-        if len(og.elements) != n or any(isinstance(el, cst.StarredElement) for el in og.elements):
-            raise Refuse("TFG128", "grad_ys holds None (ones) for targets the migrator cannot match one to one; "
-                                   "write tf.ones_like(y) for those targets, then re-run")
-        c.proof.append("`None` in grad_ys becomes tf.ones_like of its target, as tf.gradients read it")
-
     def _sources(self, c: Call, k: int) -> list[Source]:
         items = chain_items(c.xs)
         if items is None and self._trainable_variables(c.xs):
             # the list is read at the call, as tf.gradients read it; each element is a trainable
             # variable, which a tape watches by itself wherever the forward pass reads it
             return [Source(TRAINABLE, c.xs, after=-1)]
-        if items is None and c.kind == "grad" and _bindable(c.xs):
+        if items is None and c.kind == "grad" and bindable(c.xs):
             # `[a[part], b]`, `inputs + variables`: the call still reads the expression; the tape
             # watches what it is made of (a list watches every element; a new op made by the
             # expression itself, such as a slice of a tensor, is unconnected either way)
             c.xs_leaves = True
-            return [Source(key, expr) for key, expr in _leaves(c.xs)]
+            return [Source(key, expr) for key, expr in leaves(c.xs)]
         if items is None:
             raise Refuse("TFG124", f"the sources `{self._code(c.xs)}` are not plain names, attributes or lists of "
                                    "them: bind them to a name before the call")
@@ -427,138 +413,6 @@ class Prover:
                                         "afresh (it returns no tensor made before the tape)")
 
     # -- watches --------------------------------------------------------------
-    def _watches(self, c: Call, sources: list, s: int, e: int, k: int, fresh: dict) -> None:
-        for src in sources:
-            if src.key == TRAINABLE:
-                continue
-            j = self._bind_at(src.key, k)
-            if fresh.get(src.key) is None:
-                changed = [i for i in range(max(s, (j if j is not None else -1) + 1), k) if not self.flat[i].dead
-                           and touches(self.flat[i].fx.writes - self.flat[i].maybe_mutates, {src.key})]
-                if changed:
-                    raise Refuse("TFG133", f"`{src.key}` may be changed in place at line {self.line(changed[0])}, "
-                                           "after the tape would watch it; bind the final sources to a new name "
-                                           "before the forward pass")
-            if j is None or j < s:
-                src.after = None
-                c.proof.append(f"`{src.key}` is watched when the tape opens, before any use")
-                continue
-            if j > e:
-                self._watch_bound_after(c, src, j, s, fresh)
-                continue
-            it = self.flat[j]
-            value = self._binding_value(j, src.key)
-            single = it.orig is None or (isinstance(it.orig, cst.SimpleStatementLine) and len(it.orig.body) == 1)
-            if value is None or not single:
-                raise Refuse("TFG133", self._unwatchable(src.key, j))
-            if fresh.get(src.key) is None and any(not self.flat[i].inert for i in range(s, j)):
-                raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)} from an existing value, "
-                                       "which the lines before it in the tape may already use; watch it before "
-                                       "its first use by hand")
-            src.after = j
-            c.proof.append(f"`{src.key}` is watched right after line {self.line(j)}, where it is made")
-        if c.xs_leaves:
-            c.xs_kind = "list" if isinstance(c.xs, (cst.List, cst.Tuple)) else "unknown"
-            c.proof.append(f"the call reads `{self._code(c.xs)}` as before; the tape watches the values it is made of")
-        elif c.kind == "grad" and dotted(c.xs) is not None:
-            c.xs_kind = self._source_kind(dotted(c.xs), k)
-        if c.kind == "hess" and dotted(c.xs) is not None and self._source_kind(dotted(c.xs), k) != "tensor":
-            raise Refuse("TFG124", f"cannot tell that `{dotted(c.xs)}` is one tensor; pass tf.hessians a "
-                                   "tensor bound by a TF call, or migrate by hand")
-
-    def _unwatchable(self, key: str, j: int) -> str:
-        """Why a source bound at item j cannot be watched right after its binding, and what to do."""
-        node, line = self.flat[j].orig, self.line(j)
-        small = node.body if isinstance(node, cst.SimpleStatementLine) else []
-        if len(small) > 1:
-            return f"`{key}` is bound at line {line} among several statements on one line; put it on a line of its own"
-        if small and isinstance(small[0], cst.Assign) and isinstance(small[0].value, cst.Call):
-            fn = self._code(small[0].value.func)
-            return (f"`{key}` comes out of `{fn}(...)` at line {line} together with values made from it there, "
-                    f"before any watch can run; make `{key}` first and pass it to `{fn}`, or open the tape inside "
-                    f"`{fn}` right after `{key}` is made")
-        if small:
-            return f"`{key}` is bound at line {line} by an unpacking; bind it alone on its own line first"
-        kind = type(node).__name__.lower()
-        return (f"`{key}` is bound inside the `{kind}` statement at line {line}, where the ops using it may run "
-                "before a watch could; bind it before that statement")
-
-    def _watch_bound_after(self, c: Call, src: Source, j: int, s: int, fresh: dict) -> None:
-        """A source bound after the targets: a new tensor is unconnected in both worlds; a name
-        for values that exist already (``params = [w, b]``, ``x = self.x``) means those values,
-        which the tape watches by the names they had when it opened."""
-        value = self._binding_value(j, src.key)
-        elements = chain_items(value) if value is not None and not isinstance(value, cst.Call) else None
-        if elements:
-            rebound = [n for n, _ in elements if any(
-                any(a == n or n.startswith(a + ".") for a in self.flat[i].fx.assigns) for i in range(s, j))]
-            if not rebound:
-                src.watch = [expr for _, expr in elements]
-                src.after = None
-                c.proof.append(f"`{src.key}` (line {self.line(j)}) names {', '.join(f'`{n}`' for n, _ in elements)}, "
-                               "watched when the tape opens")
-                return
-        elif fresh.get(src.key) is not None:
-            src.after = -1  # a new tensor made after the targets: unconnected either way
-            c.proof.append(f"`{src.key}` is made after the targets (line {self.line(j)}): unconnected in both")
-            return
-        raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)}, after the targets, from values the "
-                               "tape cannot name when it opens; bind the sources before the forward pass")
-
-    def _source_kind(self, key: str, k: int) -> str:
-        j = self._bind_at(key, k)
-        if j is not None:
-            value = self._binding_value(j, key)
-            return value_kind(value, self.an.qn, self.an.one_output) if value is not None else "unknown"
-        if "." in key:
-            return "unknown"
-        sc = self.scope
-        if sc.func is not None and key in sc.params:
-            return self.an.param_structure(sc.func, key)
-        if sc.func is None or key not in sc.locals:
-            vals = self.an.module_values(key)
-            kinds = {value_kind(v, self.an.qn, self.an.one_output) if v is not None else "unknown" for v in vals}
-            if kinds == {"list", "tensor"}:
-                raise Refuse("TFG124", f"`{key}` is bound both to a list and to a tensor; bind the sources to one "
-                                       "list before the call")
-            return kinds.pop() if len(kinds) == 1 else "unknown"
-        return "unknown"
-
-
-def _bindable(xs: cst.BaseExpression) -> bool:
-    """A sources expression made only of names, attributes, list/tuple displays, ``+`` and
-    subscripts with literal or name indices (no call: the tape must be able to name, when it
-    opens, every value the expression can hand back)."""
-    if dotted(xs) is not None:
-        return True
-    if isinstance(xs, (cst.List, cst.Tuple)):
-        return bool(xs.elements) and all(not isinstance(el, cst.StarredElement) and _bindable(el.value)
-                                         for el in xs.elements)
-    if isinstance(xs, cst.BinaryOperation) and isinstance(xs.operator, cst.Add):
-        return _bindable(xs.left) and _bindable(xs.right)
-    if isinstance(xs, cst.Subscript):
-        return dotted(xs.value) is not None and all(
-            isinstance(el.slice, cst.Index) and (isinstance(el.slice.value, (cst.Integer, cst.SimpleString))
-                                                 or dotted(el.slice.value) is not None)
-            for el in xs.slice)
-    return False
-
-
-def _leaves(xs: cst.BaseExpression) -> list:
-    """[(key, expr)] of the names a sources expression is made of (``[y1] + grads`` -> y1, grads;
-    ``a[part]`` -> a)."""
-    key = dotted(xs)
-    if key is not None:
-        return [(key, xs)]
-    if isinstance(xs, (cst.List, cst.Tuple)):
-        return [kv for el in xs.elements for kv in _leaves(el.value)]
-    if isinstance(xs, cst.BinaryOperation):
-        return _leaves(xs.left) + _leaves(xs.right)
-    if isinstance(xs, cst.Subscript):
-        return _leaves(xs.value)
-    return []
-
-
 def _within(r: str, keys: set) -> bool:
     """``r`` is a source, or part of one (``params`` -> ``params``; ``x.shape`` of ``x``)."""
     return any(r == k or r.startswith(k + ".") for k in keys)

@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from migrator._plugins._override_model import assigned_counts
 from migrator.naming import used_names
 
 
@@ -118,13 +119,14 @@ class HelperSpec:
     name: str
     input_params: list[tuple[int, str]]  # (op input index, parameter name), used inputs only
     output_param: Optional[str]  # parameter for the forward result, when op.outputs is used
-    upstream: list[cst.Param]  # the original upstream-gradient parameters
+    upstream: list[cst.Param]  # the parameters that receive upstream gradients (one per op output)
     star_upstream: Optional[cst.ParamStar | cst.Param]
     node: cst.FunctionDef  # the converted def (decorator removed)
+    attr_params: list[tuple[str, str]] = field(default_factory=list)  # (op attribute, parameter name)
 
     @property
     def takes_only_upstream(self) -> bool:
-        return not self.input_params and self.output_param is None
+        return not self.input_params and self.output_param is None and not self.attr_params
 
 
 def convert_gradient_function(
@@ -135,13 +137,19 @@ def convert_gradient_function(
     drop_decorator: Callable[[cst.Decorator], bool],
     variadic: bool = False,
     force_outputs: bool = False,
+    n_outputs: Optional[int] = None,
 ) -> HelperSpec:
-    """Rewrite ``fn(op, *upstream)`` to ``fn(<used inputs>, [y], *upstream)``.
+    """Rewrite ``fn(op, *upstream)`` to ``fn(<used inputs>, [y], [attrs], *upstream)``.
 
     ``input_names`` are preferred parameter names for the op's inputs (from the
-    op table); ``attr_value(attr)`` gives the expression for ``op.get_attr``.
+    op table); ``attr_value(attr)`` says what ``op.get_attr(attr)`` becomes:
+    ``("paste", expr)`` for a literal every site agrees on, ``("param", None)``
+    for a value each wrapper passes (evaluated where the op is made), None
+    when it is unknown.  ``n_outputs`` is the op's output count: TF1 passed one
+    upstream gradient per output, so later parameters kept their defaults.
     """
     uses = analyse_op_uses(fn)
+    _check_upstream(fn, n_outputs)
     op_name = fn.params.params[0].name.value
     taken = used_names(cst.Module(body=[fn]), attributes=False)
     taken.discard(op_name)
@@ -174,17 +182,27 @@ def convert_gradient_function(
     if uses.outputs and max(uses.outputs) > 0:
         raise Unsupported(f"`{op_name}.outputs[{max(uses.outputs)}]` of a multi-output op")
     attr_exprs: dict[str, cst.BaseExpression] = {}
-    for attr in uses.attrs:
-        if attr == "T" and n_inputs:
-            if 0 not in by_index:
-                by_index[0] = pick(input_names[0])
+    attr_params: list[tuple[str, str]] = []
+    for attr in sorted(uses.attrs):
+        got = attr_value(attr)
+        if got is None:
+            raise Unsupported(f"`{op_name}.get_attr({attr!r})` is not shown by the call that makes the op")
+        kind, value = got
+        if kind == "input":  # a type attribute: the dtype of the op input it types
+            if value not in by_index:
+                by_index[value] = pick(input_names[value])
                 input_params = sorted(by_index.items())
-            attr_exprs[attr] = cst.Attribute(cst.Name(by_index[0]), cst.Name("dtype"))
-            continue
-        expr = attr_value(attr)
-        if expr is None:
-            raise Unsupported(f"`{op_name}.get_attr({attr!r})` is neither a literal argument nor an op default")
-        attr_exprs[attr] = expr
+            attr_exprs[attr] = cst.Attribute(cst.Name(by_index[value]), cst.Name("dtype"))
+        elif kind == "paste":
+            attr_exprs[attr] = value
+        else:  # `alpha = op.get_attr("alpha")` at the top: the parameter is `alpha`, the line goes
+            alias, fn = _attr_alias(fn, op_name, attr)
+            if alias is not None:
+                taken.discard(alias)
+            pname = alias or pick(attr)
+            taken.add(pname)
+            attr_params.append((attr, pname))
+            attr_exprs[attr] = cst.Name(pname)
 
     class _Replace(cst.CSTTransformer):
         def visit_Subscript(self, node: cst.Subscript) -> bool:
@@ -223,12 +241,35 @@ def convert_gradient_function(
     new_params = [cst.Param(cst.Name(n)) for _, n in input_params]
     if output_param:
         new_params.append(cst.Param(cst.Name(output_param)))
-    return _finish(fn, body, new_params + upstream, input_params, output_param, drop_decorator)
+    new_params += [cst.Param(cst.Name(n)) for _a, n in attr_params]
+    spec = _finish(fn, body, new_params + upstream, input_params, output_param, drop_decorator, n_outputs)
+    spec.attr_params = attr_params
+    return spec
 
 
-def _finish(fn, body, params_list, input_params, output_param, drop_decorator) -> HelperSpec:
+def _check_upstream(fn: cst.FunctionDef, n_outputs: Optional[int]) -> None:
+    """TF1 called ``fn(op, *grads)`` with one gradient per op output; the rest keep defaults."""
+    plain = list(fn.params.params[1:])
+    star = isinstance(fn.params.star_arg, cst.Param)
+    if n_outputs is None or n_outputs < 0:
+        return
+    if n_outputs > len(plain) and not star:
+        raise Unsupported(f"it takes {len(plain)} upstream gradient(s) but the op has {n_outputs} output(s)")
+    if any(p.default is None for p in plain[n_outputs:]) or fn.params.kwonly_params and any(
+            p.default is None for p in fn.params.kwonly_params):
+        raise Unsupported("it has parameters the gradient machinery never passes")
+
+
+def _upstream_count(fn: cst.FunctionDef, n_outputs: Optional[int]) -> int:
+    plain = list(fn.params.params[1:])
+    if n_outputs is None or n_outputs < 0:
+        return sum(1 for p in plain if p.default is None)
+    return min(n_outputs, len(plain))
+
+
+def _finish(fn, body, params_list, input_params, output_param, drop_decorator, n_outputs=None) -> HelperSpec:
     params = fn.params.with_changes(params=params_list)
-    upstream = list(fn.params.params[1:])
+    upstream = list(fn.params.params[1:])[: _upstream_count(fn, n_outputs)]
     decorators = [d for d in fn.decorators if not drop_decorator(d)]
     leading, after = tuple(fn.leading_lines), tuple(fn.lines_after_decorators)
     if not decorators:  # keep comments that sat between the decorator and the def
@@ -273,49 +314,45 @@ def _convert_variadic(fn, uses: OpUses, op_name: str, pick, drop_decorator, forc
     return spec
 
 
-def _assigned_counts(body: cst.CSTNode) -> dict[str, int]:
-    counts: dict[str, int] = {}
+def _attr_alias(fn: cst.FunctionDef, op_name: str, attr: str) -> tuple[Optional[str], cst.FunctionDef]:
+    """A leading ``name = op.get_attr("attr")`` line (name bound once): its name, and the body without it."""
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return None, fn
+    counts = assigned_counts(fn.body)
+    body = list(fn.body.body)
+    for i, stmt in enumerate(body):
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+            break
+        target, value = stmt.body[0].targets[0].target, stmt.body[0].value
+        if (isinstance(target, cst.Name) and counts.get(target.value, 0) == 1 and target.value != op_name
+                and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and _is_op(value.func.value, op_name) and value.func.attr.value == "get_attr"
+                and _attr_string(value) == attr):
+            rest = body[:i] + body[i + 1:]
+            if not rest:
+                return None, fn
+            if i + 1 < len(body):
+                rest[i] = rest[i].with_changes(leading_lines=list(stmt.leading_lines) + list(rest[i].leading_lines))
+            return target.value, fn.with_changes(body=fn.body.with_changes(body=rest))
+        if not _is_op_read(value, op_name):
+            break  # only the leading `x = op...` lines are looked at
+    return None, fn
 
-    class _C(cst.CSTVisitor):
-        def _names(self, target) -> None:
-            if isinstance(target, cst.Name):
-                counts[target.value] = counts.get(target.value, 0) + 1
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for e in target.elements:
-                    self._names(e.value)
-            elif isinstance(target, cst.StarredElement):
-                self._names(target.value)
 
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            self._names(node.target)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self._names(node.target)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self._names(node.target)
-
-        def visit_For(self, node: cst.For) -> None:
-            self._names(node.target)
-
-        def visit_CompFor(self, node: cst.CompFor) -> None:
-            self._names(node.target)
-
-        def visit_AsName(self, node: cst.AsName) -> None:
-            self._names(node.name)
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            self._names(node.target)
-
-    body.visit(_C())
-    return counts
+def _is_op_read(value, op_name: str) -> bool:
+    if isinstance(value, cst.Subscript):
+        value = value.value
+    if isinstance(value, cst.Call):
+        value = value.func
+    return isinstance(value, cst.Attribute) and _is_op(value.value, op_name)
 
 
 def _input_aliases(fn: cst.FunctionDef, op_name: str, n_inputs: int) -> tuple[dict[int, str], cst.FunctionDef]:
     """Leading ``a = op.inputs[0]`` / ``a, b = op.inputs`` lines become parameter names."""
     if not isinstance(fn.body, cst.IndentedBlock):
         return {}, fn
-    counts = _assigned_counts(fn.body)
+    counts = assigned_counts(fn.body)
     aliases: dict[int, str] = {}
     body = list(fn.body.body)
     carried: list[cst.EmptyLine] = []

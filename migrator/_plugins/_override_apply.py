@@ -6,7 +6,7 @@ from typing import Sequence, Union
 
 import libcst as cst
 
-from migrator._plugins._override_analysis import OverridePlan
+from migrator._plugins._override_model import OverridePlan
 
 _Stmt = Union[cst.BaseStatement, cst.BaseSmallStatement]
 
@@ -74,9 +74,13 @@ class _Apply(cst.CSTTransformer):
                 exprs = _input_exprs(original, updated, cand)
                 args = [cst.Arg(e) for e in exprs]
         elif isinstance(updated, cst.BinaryOperation):
-            args = [cst.Arg(updated.left), cst.Arg(updated.right)]
+            operands = [updated.left, updated.right]
+            args = [cst.Arg(operands[i]) for i in cand.slots]
         else:
             args = [cst.Arg(updated.expression)]
+        for k, other in cand.convert.items():  # TF1 converted a Python operand to the other one's dtype
+            conv = cst.parse_expression(f"{self.plan.tf_alias}.convert_to_tensor(_, dtype={other}.dtype)")
+            args[k] = cst.Arg(conv.with_changes(args=[cst.Arg(args[k].value), conv.args[1]]))
         return cst.Call(cst.Name(name), args, lpar=updated.lpar, rpar=updated.rpar)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -127,15 +131,19 @@ class _Apply(cst.CSTTransformer):
             if before:
                 first = pieces[0]
                 lead = list(first.leading_lines)
-                if not any(ln.comment is None for ln in lead[:1]):
-                    lead = [_blank()] + lead  # a generated def is set off from the code above it
+                blanks = 0
+                while blanks < len(lead) and lead[blanks].comment is None:
+                    blanks += 1
+                # a generated def is set off from the code above it (unless it opens the block);
+                # the comments above the statement stay with that statement
+                def_lead = lead[:blanks] or [_blank()]
                 if not out and not self._in_dissolved_body:
-                    lead = _merge_blanks([], lead, first=True)  # ... unless it opens the block
-                before[0] = before[0].with_changes(leading_lines=lead)
+                    def_lead = []
+                before[0] = before[0].with_changes(leading_lines=def_lead)
                 gap = [_blank(), _blank()] if self.depth == 0 else [_blank()]
                 for i in range(1, len(before)):
                     before[i] = before[i].with_changes(leading_lines=gap)
-                pieces[0] = first.with_changes(leading_lines=gap)
+                pieces[0] = first.with_changes(leading_lines=gap + lead[blanks:])
                 pieces = before + pieces
             if removed_before:
                 merged = _merge_blanks(carry, pieces[0].leading_lines, first=not out)
@@ -286,10 +294,16 @@ class _Cleanup(cst.CSTTransformer):
 class _ScopedDead(cst.CSTVisitor):
     """Which maybe-dead assignments are dead in the function (or module) that holds them."""
 
-    def __init__(self, names: set[str]):
-        self.names = names
+    def __init__(self, names: set[str], keep: set = frozenset()):
+        self.names = names - set(keep)
         self.dead_stmts: set = set()
         self.counts: list[Counter] = []
+        self.all_stmts: list = []
+        self._scope_counts: dict = {}
+
+    def counts_of(self, name: str, stmt) -> int:
+        """Occurrences of ``name`` in the function (or module) holding ``stmt``."""
+        return self._scope_counts.get(id(stmt), Counter())[name]
 
     def visit_Module(self, node: cst.Module) -> None:
         self.counts.append(_name_counts(node))
@@ -303,6 +317,8 @@ class _ScopedDead(cst.CSTVisitor):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         from migrator.tfnames import dotted
 
+        self.all_stmts.append(node)
+        self._scope_counts[id(node)] = self.counts[-1]
         if len(node.body) == 1 and isinstance(node.body[0], cst.Assign) and len(node.body[0].targets) == 1:
             key = dotted(node.body[0].targets[0].target)
             if key in self.names:
@@ -313,8 +329,12 @@ class _ScopedDead(cst.CSTVisitor):
 
 
 def _dead(module: cst.Module, plan: OverridePlan) -> tuple[set, set[str]]:
-    scan = _ScopedDead(plan.maybe_dead)
+    scan = _ScopedDead(plan.maybe_dead, plan.keep)
     module.visit(scan)
+    for name, stmts in plan.map_groups.items():  # a map built in a few statements, now read by nobody
+        live = [n for n in scan.all_stmts if any(n.deep_equals(s) for s in stmts)]  # the rewrite copied them
+        if live and sum(_name_counts(cst.Module(body=[s]))[name] for s in live) == scan.counts_of(name, live[0]):
+            scan.dead_stmts |= set(live)
     counts = _name_counts(module)
     imports = {alias for alias in plan.maybe_dead_imports if counts[alias] == 1}  # only the import itself
     return scan.dead_stmts, imports

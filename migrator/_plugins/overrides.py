@@ -28,7 +28,10 @@ Valid (left alone): a ``RegisterGradient`` that no override map uses (the
 primary gradient of a custom op); a ``gradient_override_map`` method of an
 object that is not a TF graph (reported, TFG107).
 
-The analysis is in :mod:`._override_analysis`; this module applies the plan.
+The rewrite runs find sites -> prove -> plan -> apply (see
+``_override_model`` for the modules; docs/soundness.md for the conditions):
+a block is rewritten only when every condition is shown from the source, or
+assumed with ``--unsafe-fixes``; otherwise it stays byte-identical.
 """
 from __future__ import annotations
 
@@ -44,10 +47,14 @@ class OverridesPlugin(Plugin):
     triggers = (b"gradient_override_map",)
 
     def rewrite(self, module: cst.Module, ctx) -> cst.Module:
-        from migrator._plugins._override_analysis import plan_overrides
         from migrator._plugins._override_apply import apply_plan
+        from migrator._plugins._override_find import find_sites
+        from migrator._plugins._override_plan import Planner, build_plan
 
-        plan = plan_overrides(module, ctx)
-        if plan is None or plan.empty:
+        found = find_sites(module)
+        if found is None:
+            return module
+        plan = build_plan(Planner(found, ctx))
+        if plan.empty:
             return module
         return apply_plan(module, plan)

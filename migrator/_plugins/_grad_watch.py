@@ -1,0 +1,162 @@
+"""Where and what a tape watches, and the shape of what it returns (conditions 2 and 3 of
+docs/soundness.md): part of the proof in ``_grad_proof``."""
+from __future__ import annotations
+
+
+import libcst as cst
+
+from migrator._plugins._dataflow import touches
+from migrator._plugins._grad_find import TRAINABLE, Call, Refuse, Source, chain_items
+from migrator._plugins._grad_values import value_kind
+from migrator.tfnames import dotted
+
+
+class WatchProof:
+    """Mixed into the prover: it reads ``flat``, ``scope``, ``an`` and the binding helpers."""
+
+    def _grad_ys(self, c: Call) -> None:
+        """``None`` inside grad_ys means ones; the tape needs ``tf.ones_like(y)`` in its place."""
+        from migrator._plugins._grad_apply import none_slots
+
+        og = c.kwargs.get("output_gradients")
+        if og is None or not none_slots(og):
+            return
+        n = len(c.ys.elements) if isinstance(c.ys, (cst.List, cst.Tuple)) else 1
+        if len(og.elements) != n or any(isinstance(el, cst.StarredElement) for el in og.elements):
+            raise Refuse("TFG128", "grad_ys holds None (ones) for targets the migrator cannot match one to one; "
+                                   "write tf.ones_like(y) for those targets, then re-run")
+        c.proof.append("`None` in grad_ys becomes tf.ones_like of its target, as tf.gradients read it")
+
+    def _watches(self, c: Call, sources: list, s: int, e: int, k: int, fresh: dict) -> None:
+        for src in sources:
+            if src.key == TRAINABLE:
+                continue
+            j = self._bind_at(src.key, k)
+            if fresh.get(src.key) is None:
+                changed = [i for i in range(max(s, (j if j is not None else -1) + 1), k) if not self.flat[i].dead
+                           and touches(self.flat[i].fx.writes - self.flat[i].maybe_mutates, {src.key})]
+                if changed:
+                    raise Refuse("TFG133", f"`{src.key}` may be changed in place at line {self.line(changed[0])}, "
+                                           "after the tape would watch it; bind the final sources to a new name "
+                                           "before the forward pass")
+            if j is None or j < s:
+                src.after = None
+                c.proof.append(f"`{src.key}` is watched when the tape opens, before any use")
+                continue
+            if j > e:
+                self._watch_bound_after(c, src, j, s, fresh)
+                continue
+            it = self.flat[j]
+            value = self._binding_value(j, src.key)
+            single = it.orig is None or (isinstance(it.orig, cst.SimpleStatementLine) and len(it.orig.body) == 1)
+            if value is None or not single:
+                raise Refuse("TFG133", self._unwatchable(src.key, j))
+            if fresh.get(src.key) is None and any(not self.flat[i].inert for i in range(s, j)):
+                raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)} from an existing value, "
+                                       "which the lines before it in the tape may already use; watch it before "
+                                       "its first use by hand")
+            src.after = j
+            c.proof.append(f"`{src.key}` is watched right after line {self.line(j)}, where it is made")
+        if c.xs_leaves:
+            c.xs_kind = "list" if isinstance(c.xs, (cst.List, cst.Tuple)) else "unknown"
+            c.proof.append(f"the call reads `{self._code(c.xs)}` as before; the tape watches the values it is made of")
+        elif c.kind == "grad" and dotted(c.xs) is not None:
+            c.xs_kind = self._source_kind(dotted(c.xs), k)
+        if c.kind == "hess" and dotted(c.xs) is not None and self._source_kind(dotted(c.xs), k) != "tensor":
+            raise Refuse("TFG124", f"cannot tell that `{dotted(c.xs)}` is one tensor; pass tf.hessians a "
+                                   "tensor bound by a TF call, or migrate by hand")
+
+    def _unwatchable(self, key: str, j: int) -> str:
+        """Why a source bound at item j cannot be watched right after its binding, and what to do."""
+        node, line = self.flat[j].orig, self.line(j)
+        small = node.body if isinstance(node, cst.SimpleStatementLine) else []
+        if len(small) > 1:
+            return f"`{key}` is bound at line {line} among several statements on one line; put it on a line of its own"
+        if small and isinstance(small[0], cst.Assign) and isinstance(small[0].value, cst.Call):
+            fn = self._code(small[0].value.func)
+            return (f"`{key}` comes out of `{fn}(...)` at line {line} together with values made from it there, "
+                    f"before any watch can run; make `{key}` first and pass it to `{fn}`, or open the tape inside "
+                    f"`{fn}` right after `{key}` is made")
+        if small:
+            return f"`{key}` is bound at line {line} by an unpacking; bind it alone on its own line first"
+        kind = type(node).__name__.lower()
+        return (f"`{key}` is bound inside the `{kind}` statement at line {line}, where the ops using it may run "
+                "before a watch could; bind it before that statement")
+
+    def _watch_bound_after(self, c: Call, src: Source, j: int, s: int, fresh: dict) -> None:
+        """A source bound after the targets: a new tensor is unconnected in both worlds; a name
+        for values that exist already (``params = [w, b]``, ``x = self.x``) means those values,
+        which the tape watches by the names they had when it opened."""
+        value = self._binding_value(j, src.key)
+        elements = chain_items(value) if value is not None and not isinstance(value, cst.Call) else None
+        if elements:
+            rebound = [n for n, _ in elements if any(
+                any(a == n or n.startswith(a + ".") for a in self.flat[i].fx.assigns) for i in range(s, j))]
+            if not rebound:
+                src.watch = [expr for _, expr in elements]
+                src.after = None
+                c.proof.append(f"`{src.key}` (line {self.line(j)}) names {', '.join(f'`{n}`' for n, _ in elements)}, "
+                               "watched when the tape opens")
+                return
+        elif fresh.get(src.key) is not None:
+            src.after = -1  # a new tensor made after the targets: unconnected either way
+            c.proof.append(f"`{src.key}` is made after the targets (line {self.line(j)}): unconnected in both")
+            return
+        raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)}, after the targets, from values the "
+                               "tape cannot name when it opens; bind the sources before the forward pass")
+
+    def _source_kind(self, key: str, k: int) -> str:
+        j = self._bind_at(key, k)
+        if j is not None:
+            value = self._binding_value(j, key)
+            return value_kind(value, self.an.qn, self.an.one_output) if value is not None else "unknown"
+        if "." in key:
+            return "unknown"
+        sc = self.scope
+        if sc.func is not None and key in sc.params:
+            return self.an.param_structure(sc.func, key)
+        if sc.func is None or key not in sc.locals:
+            vals = self.an.module_values(key)
+            kinds = {value_kind(v, self.an.qn, self.an.one_output) if v is not None else "unknown" for v in vals}
+            if kinds == {"list", "tensor"}:
+                raise Refuse("TFG124", f"`{key}` is bound both to a list and to a tensor; bind the sources to one "
+                                       "list before the call")
+            return kinds.pop() if len(kinds) == 1 else "unknown"
+        return "unknown"
+
+
+
+def bindable(xs: cst.BaseExpression) -> bool:
+    """A sources expression made only of names, attributes, list/tuple displays, ``+`` and
+    subscripts with literal or name indices (no call: the tape must be able to name, when it
+    opens, every value the expression can hand back)."""
+    if dotted(xs) is not None:
+        return True
+    if isinstance(xs, (cst.List, cst.Tuple)):
+        return bool(xs.elements) and all(not isinstance(el, cst.StarredElement) and bindable(el.value)
+                                         for el in xs.elements)
+    if isinstance(xs, cst.BinaryOperation) and isinstance(xs.operator, cst.Add):
+        return bindable(xs.left) and bindable(xs.right)
+    if isinstance(xs, cst.Subscript):
+        return dotted(xs.value) is not None and all(
+            isinstance(el.slice, cst.Index) and (isinstance(el.slice.value, (cst.Integer, cst.SimpleString))
+                                                 or dotted(el.slice.value) is not None)
+            for el in xs.slice)
+    return False
+
+
+def leaves(xs: cst.BaseExpression) -> list:
+    """[(key, expr)] of the names a sources expression is made of (``[y1] + grads`` -> y1, grads;
+    ``a[part]`` -> a)."""
+    key = dotted(xs)
+    if key is not None:
+        return [(key, xs)]
+    if isinstance(xs, (cst.List, cst.Tuple)):
+        return [kv for el in xs.elements for kv in leaves(el.value)]
+    if isinstance(xs, cst.BinaryOperation):
+        return leaves(xs.left) + leaves(xs.right)
+    if isinstance(xs, cst.Subscript):
+        return leaves(xs.value)
+    return []
+
+

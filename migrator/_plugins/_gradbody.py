@@ -1,0 +1,230 @@
+"""A registered gradient function becomes a ``grad_fn``, which TF2 runs eagerly: make it TF2 code.
+
+TF1 called the function once, in graph mode, at ``tf.gradients`` time; a
+``tf.custom_gradient`` calls it on every backward pass, eagerly outside
+``tf.function``.  So every TF name in its body must exist in TF2 and in
+``tf.compat.v1`` (migrated files still run under both), and constructs whose
+meaning changes when run eagerly are converted exactly or refused:
+
+* ``tf.py_func(f, inp, [T])[0]`` -> ``tf.numpy_function(f, inp, T)``: eager
+  ``numpy_function`` unwraps a one-element ``Tout`` list, so a kept ``[0]``
+  would pick a row; ``tf.py_func(f, inp, [T])`` -> ``[tf.numpy_function(f, inp, T)]``;
+* a name TF2 has under another name, as the very same function, is renamed
+  (``tf.floordiv`` -> ``tf.math.floordiv``);
+* ``set_shape`` (checked against the real shape when eager), ``.eval()``,
+  ``tf.Print``, ``tf.get_default_graph()``, sessions, placeholders and
+  variables have no exact eager meaning: refused.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from migrator import optable
+from migrator._plugins._override_model import Refuse, code
+from migrator.tfnames import dotted
+
+_EAGER_METHODS = {"set_shape": "checks the shape against the real one when it runs eagerly",
+                  "eval": "needs a session", "run": "needs a session"}
+_EAGER_ATTRS = {"graph", "op"}
+
+
+class GradBody:
+    """Checks and converts gradient functions of one module (qualified names from ``col``)."""
+
+    def __init__(self, col, alias: str):
+        self.col, self.alias = col, alias
+        self._checked: dict = {}
+
+    def convert(self, fn: cst.FunctionDef, proofs: list[str]) -> cst.FunctionDef:
+        """``fn`` with its body made TF2 code; raises :class:`Refuse` (TFG117) where it cannot be."""
+        self._check_callees(fn, set())
+        conv = _Convert(self, fn)
+        new = fn.visit(conv)
+        if conv.changes:
+            proofs.append("gradient body made TF2 code: " + "; ".join(sorted(set(conv.changes))))
+        else:
+            proofs.append("gradient body uses only names TF2 and tf.compat.v1 share")
+        return new  # type: ignore[return-value]
+
+    def status(self, node) -> Optional[tuple[str, str, Optional[str]]]:
+        """(name, status, new name) for a TF name reference, or None."""
+        name = self.col.tf(node)
+        if name is None or name == "tensorflow":
+            return None
+        if name.startswith("tensorflow.python."):
+            return name, "same", None  # private modules are the same objects in both runtimes
+        status, new = optable.tf2_status(name)
+        return name, status, new
+
+    def _check_callees(self, fn: cst.FunctionDef, seen: set) -> None:
+        """Same-module functions the gradient calls run eagerly too; they must pass unchanged."""
+        for call in _calls(fn):
+            if isinstance(call.func, cst.Name):
+                scope = self.col.scope_of_def.get(fn)
+                d = scope.find_def(call.func.value) if scope is not None else None
+                if d is not None and d is not fn and d not in seen:
+                    seen.add(d)
+                    conv = _Convert(self, d)
+                    d.visit(conv)
+                    if conv.changes:
+                        raise Refuse("TFG117", f"`{d.name.value}()`, called by the gradient function, needs "
+                                               f"TF2 changes ({conv.changes[0]}); it may be used elsewhere: migrate by hand")
+                    self._check_callees(d, seen)
+
+
+class _Convert(cst.CSTTransformer):
+    def __init__(self, body: GradBody, fn: cst.FunctionDef):
+        self.b, self.fn = body, fn
+        self.changes: list[str] = []
+        self._skip: set = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return True
+
+    def visit_Decorator(self, node: cst.Decorator) -> bool:
+        return False  # the RegisterGradient decorator goes anyway
+
+    def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+        if node in self._skip:
+            return False
+        st = self.b.status(node)
+        if st is not None:
+            self._skip |= _prefixes(node)
+            return False
+        return True
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if original.attr.value in _EAGER_ATTRS and self.b.status(original.value) is None \
+                and not _is_op_param(original.value, self.fn):
+            raise Refuse("TFG117", f"the gradient function reads `{code(original)}`, which has no meaning "
+                                   "when it runs eagerly; migrate by hand")
+        st = self.b.status(original)
+        if st is None:
+            return updated
+        return self._rename(original, updated, st)
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        st = self.b.status(original)
+        if st is None or st[1] in ("same", "differs"):
+            return updated
+        name, status, _new = st
+        raise Refuse("TFG117", f"the gradient function uses `{original.value}` ({name}), which "
+                               f"{'TF2 does not have' if status == 'v1_only' else 'TF2 spells otherwise'}; "
+                               "import tensorflow as a module there, or migrate by hand")
+
+    def _rename(self, original, updated, st):
+        name, status, new = st
+        if status in ("same", "differs"):
+            return updated
+        if status == "renamed" and new is not None:
+            root = dotted(original).split(".")[0] if dotted(original) else None
+            if root is None:
+                raise Refuse("TFG117", f"cannot respell `{code(original)}` for TF2")
+            self.changes.append(f"`{code(original)}` -> `{root}.{new[len('tensorflow.'):]}` (the same function)")
+            return cst.parse_expression(f"{root}.{new[len('tensorflow.'):]}")
+        if name == "tensorflow.py_func":
+            return updated  # converted with its call (leave_Call / leave_Subscript)
+        raise Refuse("TFG117", f"the gradient function uses `{code(original)}`, which TF2 does not have"
+                               f"{_why(name)}; a grad_fn runs eagerly in TF2: migrate by hand")
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        f = original.func
+        if isinstance(f, cst.Attribute) and f.attr.value in _EAGER_METHODS and self.b.status(f) is None:
+            raise Refuse("TFG117", f"the gradient function calls `.{f.attr.value}()`, which "
+                                   f"{_EAGER_METHODS[f.attr.value]}; migrate by hand")
+        if self.b.col.tf(original) == "tensorflow.py_func":
+            new, one = self._py_func(original, updated)
+            return cst.List([cst.Element(new)]) if one else new
+        return updated
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        call = original.value
+        if isinstance(call, cst.Call) and self.b.col.tf(call) == "tensorflow.py_func" and _index(original) == 0:
+            inner = updated.value
+            if isinstance(inner, cst.List) and len(inner.elements) == 1:  # [numpy_function(...)][0]
+                self.changes.append("`tf.py_func(..., [T])[0]` -> `tf.numpy_function(..., T)`")
+                return inner.elements[0].value
+        return updated
+
+    def _py_func(self, original: cst.Call, updated: cst.Call) -> tuple[cst.Call, bool]:
+        args = list(updated.args)
+        params = ["func", "inp", "Tout", "stateful", "name"]
+        tout_i = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "Tout"), None)
+        if tout_i is None:
+            positional = [i for i, a in enumerate(args) if a.keyword is None]
+            tout_i = positional[2] if len(positional) > 2 else None
+        if tout_i is None or any(a.star for a in args) or any(
+                a.keyword is not None and a.keyword.value not in params for a in args):
+            raise Refuse("TFG117", "tf.py_func in the gradient function has a call form the migrator cannot "
+                                   "convert to tf.numpy_function exactly")
+        tout = self._tout(args[tout_i].value)
+        func = updated.func
+        root = dotted(func).rsplit(".", 1)[0] if isinstance(func, cst.Attribute) and dotted(func) else self.b.alias
+        new_func = cst.parse_expression(f"{root}.numpy_function")
+        if isinstance(tout, (cst.List, cst.Tuple)) and len(tout.elements) == 1:
+            args[tout_i] = args[tout_i].with_changes(value=_element(args[tout_i].value, tout))
+            self.changes.append("`tf.py_func` -> `tf.numpy_function`, one-element Tout list kept as a list")
+            return updated.with_changes(func=new_func, args=args), True
+        self.changes.append("`tf.py_func` -> `tf.numpy_function`")
+        return updated.with_changes(func=new_func, args=args), False
+
+    def _tout(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        if isinstance(expr, (cst.List, cst.Tuple)) or (isinstance(expr, cst.Attribute) and self.b.col.tf(expr)):
+            return expr
+        if isinstance(expr, cst.SimpleString):
+            return expr
+        if isinstance(expr, cst.Name):
+            bound = self.b.col.module_scope.assigns.get(expr.value)
+            if bound and len(bound) == 1 and isinstance(bound[0][1], (cst.List, cst.Tuple, cst.Attribute)):
+                return bound[0][1]
+        raise Refuse("TFG117", f"tf.py_func's Tout `{code(expr)}` in the gradient function is not a literal: "
+                               "whether it returns a list cannot be known; migrate by hand")
+
+
+def _element(expr: cst.BaseExpression, tout) -> cst.BaseExpression:
+    """``[T]`` -> ``T``; a constant name bound to ``[T]`` -> ``NAME[0]``."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return expr.elements[0].value
+    return cst.Subscript(expr, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+
+
+def _index(node: cst.Subscript) -> Optional[int]:
+    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and isinstance(
+            node.slice[0].slice.value, cst.Integer):
+        return int(node.slice[0].slice.value.value)
+    return None
+
+
+def _prefixes(node: cst.Attribute) -> set:
+    out = set()
+    v = node.value
+    while isinstance(v, cst.Attribute):
+        out.add(v)
+        v = v.value
+    out.add(v)
+    return out
+
+
+def _is_op_param(node, fn: cst.FunctionDef) -> bool:
+    params = fn.params.params
+    return bool(params) and isinstance(node, cst.Name) and node.value == params[0].name.value
+
+
+def _calls(fn: cst.FunctionDef) -> list[cst.Call]:
+    out: list[cst.Call] = []
+
+    class _C(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            out.append(node)
+
+    fn.body.visit(_C())
+    return out
+
+
+def _why(name: str) -> str:
+    short = name.rsplit(".", 1)[-1]
+    return {"Print": " (tf.print prints when it runs, not when the graph does)",
+            "get_default_graph": " (there is no graph when it runs eagerly)",
+            "placeholder": "", "Session": ""}.get(short, "")

@@ -1,0 +1,347 @@
+"""Turn proven override blocks into a plan: refusals, helpers, wrappers, removals, sites."""
+from __future__ import annotations
+
+import os
+import libcst as cst
+
+from migrator import codes, optable
+from migrator._plugins._gradbody import GradBody
+from migrator._plugins._gradfn import HelperSpec, Unsupported, analyse_op_uses, convert_gradient_function
+from migrator._plugins._override_block import BlockResult, analyse_block
+from migrator._plugins._override_model import Block, Candidate, Evidence, OverridePlan, Refuse, Registration, code
+from migrator._plugins._override_ops import OpScanner
+from migrator._plugins._override_prove import Prover
+from migrator._plugins._override_regs import RegistrationProof
+from migrator._plugins._override_values import Values
+from migrator._plugins._override_wrappers import plan_block
+from migrator.model import MANUAL, MIGRATED, OVERRIDE_MAP, REGISTER_GRADIENT, Site
+from migrator.naming import NameAllocator
+from migrator.project import project_for
+
+#: what to do in TF2, by op type, for refusals (the report's reason says it)
+_TF2_ADVICE = {
+    "Relu": "for guided backprop, swap the activation for a @tf.custom_gradient relu whose grad_fn gates dy",
+    "Identity": "wrap the tensor in a @tf.custom_gradient identity whose grad_fn returns the new gradient",
+    "MatMul": "put the matmul in a @tf.custom_gradient function with the registered gradient as grad_fn",
+}
+
+
+#: a refusal reason that already says what to do gets no generic advice appended
+_INSTRUCTIONS = ("migrate by hand", "or by hand", "--unsafe-fixes", "; write ", "; bind ", "; wrap ", "; call ", "; define ",
+                 "; import ", "; read ", "; make ")
+
+
+class Planner:
+    """Everything one module's rewrite reads: the sites found and the provers."""
+
+    def __init__(self, found, ctx):
+        self.found, self.col, self.ctx = found, found.col, ctx
+        self.module = found.module
+        self.unsafe = bool(getattr(ctx.options, "unsafe_fixes", False))
+        self.project = project_for(ctx.index)
+        self.prover = Prover(found, ctx, self.project)
+        self.values = Values(found, os.path.abspath(ctx.path), self.project)
+        self.scanner = OpScanner(found, self.values, self.unsafe)
+        self.regs = RegistrationProof(self.prover)
+        self.plan = OverridePlan()
+        self.names = NameAllocator(self.module)
+        self.sites: list[Site] = []
+        alias = self.col.tf_aliases[0] if self.col.tf_aliases else "tf"
+        self.plan.tf_alias = alias
+        self.body = GradBody(self.col, alias)
+
+
+def build_plan(p: Planner) -> OverridePlan:
+    col, plan = p.col, p.plan
+    top = [b for b in col.blocks if b.stmt_parent is None]
+    results: dict[Block, BlockResult] = {}
+    refused: dict[Block, Refuse] = {}
+    for b in top:
+        try:
+            results[b] = analyse_block(p.prover, p.scanner, p.regs, b, p.unsafe)
+        except Refuse as e:
+            refused[b] = e
+    regs_by_id = {id(r): r for r in col.registrations}
+    helpers: dict[int, HelperSpec] = {}
+    reg_evidence: dict[int, Evidence] = {}
+    changed = True
+    while changed:  # a registration shared by a refused block must stay; so must every block using it
+        changed = False
+        kept = _kept_registrations(p, refused)
+        for b, res in list(results.items()):
+            shared = res.registrations & kept
+            if shared:
+                reg = regs_by_id[next(iter(shared))]
+                refused[b] = Refuse("TFG109", f"shares the gradient registered at line {reg.line} with a block that needs manual work")
+                del results[b]
+                changed = True
+        if changed:
+            continue
+        for b, res in list(results.items()):
+            try:
+                _prove_registrations(p, res, regs_by_id, reg_evidence)
+            except Refuse as e:
+                refused[b] = e
+                del results[b]
+                changed = True
+                break
+        if changed:
+            continue
+        failed = _convert_helpers(p, results, helpers, regs_by_id)
+        for b, e in failed.items():
+            refused[b] = e
+            del results[b]
+            changed = True
+    wrappers: dict[tuple, str] = {}
+    for b, res in results.items():
+        try:
+            plan_block(p, b, res, helpers, wrappers)
+        except Refuse as e:  # pragma: no cover - plan_block refuses before changing the plan
+            refused[b] = e
+    _plan_registrations(p, results, helpers, regs_by_id, reg_evidence)
+    _report_refusals(p, refused)
+    p.ctx.sites.extend(sorted(p.sites, key=lambda s: (s.line, s.col)))
+    return plan
+
+
+def _kept_registrations(p: Planner, refused: dict) -> set:
+    kept = set()
+    for b in refused:
+        try:
+            mapping = p.prover.parse_map(b)
+        except Refuse:
+            continue
+        for ref in mapping.values():
+            try:
+                t = p.prover.resolve_target(ref)
+            except Refuse:
+                continue
+            if not isinstance(t, str):
+                kept.add(id(t))
+    return kept
+
+
+def _prove_registrations(p: Planner, res: BlockResult, regs_by_id: dict, reg_evidence: dict) -> None:
+    """Every registration this block's rewrite removes can go (no other user, no direct call),
+    and the helper it becomes exists wherever this block's wrappers call it."""
+    for rid in res.registrations:
+        reg = regs_by_id[rid]
+        if rid not in reg_evidence:
+            ev = Evidence(p.unsafe)
+            p.regs.check(reg, ev)
+            reg_evidence[rid] = ev
+        res.evidence.merge(reg_evidence[rid])
+        p.regs.placement(reg, res.reg_blocks.get(rid, []), res.evidence)
+
+
+def _convert_helpers(p: Planner, results: dict, helpers: dict, regs_by_id: dict) -> dict:
+    """Convert every registration the candidates use, each with all of its sites in view;
+    returns the blocks refused because their helper cannot be converted."""
+    by_reg: dict[int, list[Candidate]] = {}
+    users: dict[int, list] = {}
+    for b, res in results.items():
+        for c in res.candidates:
+            t = res.targets[id(c)]
+            if isinstance(t, Registration):
+                by_reg.setdefault(id(t), []).append(c)
+                users.setdefault(id(t), []).append((b, res))
+    failed: dict = {}
+    for rid, cands in by_reg.items():
+        if rid in helpers:
+            continue
+        ev = Evidence(p.unsafe)
+        try:
+            helpers[rid] = _convert_helper(p, regs_by_id[rid], cands, ev)
+        except Refuse as e:
+            for b, _res in users[rid]:
+                failed[b] = e
+            continue
+        for _b, res in users[rid]:
+            res.evidence.merge(ev)
+    return failed
+
+
+def _convert_helper(p: Planner, reg: Registration, cands: list[Candidate], ev: Evidence) -> HelperSpec:
+    if reg.fn is None and reg.fn_param is not None:
+        return _convert_passed_functions(p, reg, cands, ev)
+    if reg.fn is None:
+        raise Refuse("TFG109", "the gradient function is passed as a value the migrator cannot follow")
+    arities = {c.n_inputs for c in cands}
+    if len(arities) > 1 or any(c.variadic for c in cands) and not all(c.variadic for c in cands):
+        raise Refuse("TFG109", f"`{reg.fn.name.value}` serves ops with different inputs")
+    first = cands[0]
+    proofs: list[str] = []
+    body_fn = p.body.convert(reg.fn, proofs)
+    arity = optable.arity(first.op_type)
+    n_out = arity[1] if arity and not first.variadic else None
+    names = first.input_names if not first.consts else _op_input_names(first)
+    try:
+        spec = convert_gradient_function(
+            body_fn, ["inputs"] if first.variadic else names, first.op_type,
+            lambda attr: _attr_value(p, cands, attr), drop_decorator=lambda d, reg=reg: d is reg.decorator,
+            variadic=first.variadic, n_outputs=n_out)
+    except Unsupported as e:
+        raise Refuse("TFG105", f"`{reg.fn.name.value}`: {e}") from None
+    for pr in proofs:
+        ev.prove(pr)
+    ev.prove(f"`{reg.fn.name.value}` reads only op.inputs, op.outputs[0], op.type and attributes the call shows")
+    return spec
+
+
+def _op_input_names(c: Candidate) -> list[str]:
+    """A name for every op input (parameters and Python constants), in op-input order."""
+    out = []
+    for i in range(c.n_inputs):
+        out.append(c.input_names[c.slots.index(i)] if i in c.slots else f"x{i}")
+    return out
+
+
+def _attr_value(p: Planner, cands: list[Candidate], attr: str):
+    """What ``op.get_attr(attr)`` is at every site: an input's dtype, a literal, or a per-site value."""
+    info = optable.op_attrs(cands[0].op_type)
+    if info is None or attr not in info["attrs"]:
+        return None  # TF1 raised at gradient time
+    types = info.get("input_type_attrs") or []
+    if attr in types:
+        return ("input", types.index(attr))
+    values = set()
+    for c in cands:
+        if c.tf_name is None:
+            return None
+        if attr in c.bound:
+            expr = c.bound[attr][1]
+            if p.scanner._static_ok(expr) is True:
+                values.add(code(expr))
+            else:
+                values.add(None)
+            continue
+        defaults = optable.param_defaults(c.tf_name) or {}
+        params = (optable.function_info(c.tf_name) or {}).get("params") or []
+        if attr not in params:
+            return None  # the function may set it from another argument
+        d = defaults.get(attr, "missing")
+        if d is None or d == "missing" or isinstance(d, dict):
+            return None
+        values.add(repr(d))
+    if len(values) == 1 and None not in values:
+        return ("paste", cst.parse_expression(values.pop()))
+    return ("param", None)
+
+
+def _plan_registrations(p: Planner, results: dict, helpers: dict, regs_by_id: dict, reg_evidence: dict) -> None:
+    plan = p.plan
+    used = set()
+    for res in results.values():
+        used |= res.registrations
+    for rid in used:
+        reg = regs_by_id[rid]
+        spec = helpers.get(rid)
+        if reg.stmt is not None:
+            plan.remove.add(reg.stmt)
+        if reg.key[0] == "name":
+            plan.maybe_dead.add(reg.key[2])
+        if reg.fn is not None:
+            if spec is not None:
+                plan.helpers[reg.fn] = spec.node
+            elif reg.decorator is not None:
+                plan.helpers[reg.fn] = None  # registered but no op uses it any more (dead key)
+        label = reg.key[1] if reg.key[0] == "lit" else f"`{reg.key[2]}`"
+        if reg.fn is not None:
+            what = f"`{reg.fn.name.value}` is now a plain gradient helper"
+        else:
+            passed = sorted(d.name.value for d in plan.helpers if d is not None and d is not reg.fn)
+            what = f"the functions passed as `{reg.fn_param}` ({', '.join(passed)}) now take (inputs, *grads)"
+        ev = reg_evidence.get(rid, Evidence())
+        p.sites.append(Site(REGISTER_GRADIENT, "TFG002", reg.line, 1, MIGRATED,
+                            f"RegisterGradient({label}) removed; {what}" if spec is not None
+                            else f"RegisterGradient({label}) removed: no op used it",
+                            proof=list(ev.proof), assumptions=list(ev.assumptions)))
+
+
+def _report_refusals(p: Planner, refused: dict) -> None:
+    for b, e in refused.items():
+        advice = codes.advice(e.code)
+        try:
+            keys = list(p.prover.parse_map(b))
+        except Refuse:
+            keys = []
+        tf2 = next((_TF2_ADVICE[k] for k in keys if k in _TF2_ADVICE), None) if e.code in ("TFG101", "TFG108") else None
+        says_what_to_do = any(w in e.reason for w in _INSTRUCTIONS)
+        reason = f"{e.reason}; {tf2 or advice}" if (tf2 or advice) and not says_what_to_do else e.reason
+        p.sites.append(Site(OVERRIDE_MAP, e.code, b.line, b.col, MANUAL, reason))
+        p.ctx.facts.setdefault("manual_overrides", []).append(b.line)
+    for call, scope, line, col_ in p.col.escaping:
+        if not p.prover.is_graph(call.func.value, scope):
+            continue  # a look-alike method that is not entered by a with: nothing to say
+        reason = f"{codes.title('TFG110')}; {codes.advice('TFG110')}"
+        p.sites.append(Site(OVERRIDE_MAP, "TFG110", line, col_, MANUAL, reason))
+        p.ctx.facts.setdefault("manual_overrides", []).append(line)
+
+
+def _convert_passed_functions(p: Planner, reg: Registration, cands: list[Candidate], ev: Evidence) -> HelperSpec:
+    """``RegisterGradient(name)(grad)`` where ``grad`` is a parameter (the py_func recipe).
+
+    Every call of the enclosing function in the project must pass a module-level
+    def for ``grad``; each of those defs is converted to ``grad(inputs, [outputs,] *grads)``.
+    """
+    fn = reg.scope.node
+    param = reg.fn_param
+    if not isinstance(fn, cst.FunctionDef):
+        raise Refuse("TFG109", f"`{param}` is registered outside a function")
+    names = [x.name.value for x in fn.params.params]
+    idx = names.index(param) if param in names else None
+    calls = p.col.calls_by_name.get(fn.name.value, [])
+    sites = p.project.callers(p.prover.path, fn.name.value) if reg.scope.parent is not None \
+        and reg.scope.parent.parent is None else None
+    if sites is None or len(sites) != len(calls):
+        raise Refuse("TFG109", f"`{fn.name.value}` is called from code the migrator cannot list, so the gradient "
+                               f"passed as `{param}` is unknown")
+    if not calls:
+        raise Refuse("TFG109", f"`{fn.name.value}` is never called in this file, so the gradient passed as `{param}` is unknown")
+    defs: list[cst.FunctionDef] = []
+    passed: list[cst.Name] = []
+    for call, _scope in calls:
+        given = None
+        for i, a in enumerate(call.args):
+            if (a.keyword is not None and a.keyword.value == param) or (a.keyword is None and i == idx and not a.star):
+                given = a.value
+        if not isinstance(given, cst.Name):
+            raise Refuse("TFG109", f"a call of `{fn.name.value}` passes no function name for `{param}`")
+        d = p.col.module_scope.defs.get(given.value)
+        if not isinstance(d, cst.FunctionDef):
+            raise Refuse("TFG109", f"`{given.value}` passed as `{param}` is not a module-level def")
+        passed.append(given)
+        if d not in defs:
+            defs.append(d)
+    if not all(c.variadic for c in cands):
+        raise Refuse("TFG109", "a gradient passed as a value must serve a py_func with a list of inputs")
+    try:
+        uses = [analyse_op_uses(d) for d in defs]
+    except Unsupported as e:
+        raise Refuse("TFG105", str(e)) from None
+    want_outputs = any(u.outputs or u.all_outputs for u in uses)
+    for d in defs:
+        proofs: list[str] = []
+        body_fn = p.body.convert(d, proofs)
+        try:
+            spec = convert_gradient_function(
+                body_fn, ["inputs"], cands[0].op_type, lambda attr: None, drop_decorator=lambda _d: False,
+                variadic=True, force_outputs=want_outputs,
+            )
+        except Unsupported as e:
+            raise Refuse("TFG105", f"`{d.name.value}`: {e}") from None
+        p.regs.only_passed(d, passed)
+        for pr in proofs:
+            ev.prove(pr)
+        p.plan.helpers[d] = spec.node
+    ev.prove(f"every call of `{fn.name.value}` in the project passes a module-level def for `{param}` "
+             f"({', '.join(d.name.value for d in defs)})")
+    return HelperSpec(
+        name=param,
+        input_params=[(0, "inputs")],
+        output_param="outputs" if want_outputs else None,
+        upstream=[],
+        star_upstream=cst.Param(cst.Name("grads")),
+        node=fn,
+    )
+

@@ -1,0 +1,382 @@
+"""Block-level obligations: the graph, the map, the gradient it names, the program's reads.
+
+Each check adds a proof line to the block's :class:`Evidence`, asks for an
+assumption (only ``--unsafe-fixes`` grants one), or raises :class:`Refuse`.
+The conditions are listed in docs/soundness.md, "Overrides -> tf.custom_gradient".
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional, Union
+
+import libcst as cst
+
+from migrator import optable
+from migrator._plugins._override_model import Block, Evidence, Refuse, Registration, Scope, code
+from migrator.tfnames import dotted
+
+# Built-in gradient functions the rewrite inlines (tf_gradient_semantics.md §2.3).
+BUILTIN_TARGETS = {"Identity", "StopGradient", "Neg", "Floor", "Round", "Ceil", "Rint", "Sign", "Add", "AddV2"}
+#: code tokens that mean another graph may be the default one when a function runs
+GRAPH_SWITCHES = (b"as_default", b"reset_default_graph", b"Estimator", b"estimator", b".function", b"defun",
+                  b"wrap_function")
+_MAP_READS = {"get", "keys", "items", "values", "copy", "__contains__"}
+_MAP_WRITES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+
+
+class Prover:
+    def __init__(self, found, ctx, project):
+        self.found, self.col, self.ctx, self.project = found, found.col, ctx, project
+        self.path = os.path.abspath(ctx.path)
+        self._reach: Optional[list[str]] = None
+
+    def where(self, node: cst.CSTNode) -> str:
+        return f"line {self.found.line(node)}"
+
+    # -- files that run this module's code ---------------------------------
+    def reach(self) -> Optional[list[str]]:
+        """This file and every project file that imports it (None: unknown)."""
+        if self._reach is None:
+            imp = self.project.importers(self.path) if self.project is not None else []
+            self._reach = None if imp is None else [self.path] + imp
+        return self._reach
+
+    def _hits(self, needles) -> Optional[list]:
+        files = self.reach()
+        if files is None:
+            return None
+        return self.project.text_hits(files, needles) if self.project is not None else []
+
+    # -- the graph ----------------------------------------------------------
+    def graph(self, block: Block, ev: Evidence) -> None:
+        """The map is entered on the graph the block's ops are made in."""
+        expr = block.call.func.value
+        if isinstance(expr, cst.Call):
+            if self.col.tf(expr) == "tensorflow.get_default_graph":
+                ev.prove("the map is entered on tf.get_default_graph(), the graph the block's ops are made in")
+                return
+            raise self._not_graph(expr)
+        key = dotted(expr)
+        if key is None:
+            raise self._not_graph(expr)
+        s: Optional[Scope] = block.scope
+        while s is not None:
+            if key in s.graph_names:
+                w = s.graph_names[key]
+                if self._inside(block.node, w) and s is block.scope:
+                    ev.prove(f"`{key}` is the graph made default by the enclosing `with ... as_default()` "
+                             f"({self.where(w)})")
+                    return
+                ev.assume(f"`{key}` is the default graph whenever the block runs", "TFG116",
+                          f"`{key}` is the graph of `with ... as_default()` at {self.where(w)}, but the block "
+                          "may run after that with statement ended, under another default graph")
+                return
+            s = s.parent
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "graph":
+            self._session_graph(block, expr, ev)
+            return
+        bound = block.scope.lookup_assigns(key)
+        if bound is None and "." in key:
+            bound = block.scope.module().assigns.get(key)
+        for _ in range(3):  # `h = g` with `g = tf.get_default_graph()` in the same function
+            if not (bound and len(bound) == 1 and isinstance(bound[0][1], cst.Name)):
+                break
+            name = bound[0][1].value
+            if block.scope.binding_scope(name) is not block.scope.binding_scope(key.split(".")[0]):
+                break
+            inner = block.scope.lookup_assigns(name)
+            if not inner or len(inner) != 1 or not self._same_default(inner[0][0], bound[0][0]):
+                break
+            block.graph_chain.append(name)
+            bound = inner
+        if not bound or not all(self._is_default_graph_call(v) for _s, v in bound):
+            if bound and len(bound) == 1 and isinstance(bound[0][1], cst.Attribute) \
+                    and bound[0][1].attr.value == "graph":
+                self._session_graph(block, bound[0][1], ev)
+                return
+            if bound and all(self._graph_like(v, block.scope) for _s, v in bound):
+                ev.assume(f"`{key}` is the default graph when the block runs", "TFG116",
+                          f"`{key}` is bound to graph expressions that may not be the default graph")
+                return
+            raise self._not_graph(expr)
+        owner = block.scope.binding_scope(key.split(".")[0]) if "." not in key else None
+        stmts = [st for st, _v in bound]
+        if owner is block.scope and len(stmts) == 1 and self._same_default(stmts[0], block.node):
+            ev.prove(f"`{key}` is bound to tf.get_default_graph() at {self.where(stmts[0])}, "
+                     "in the same function, under the same default graph")
+            return
+        self._captured(block, key, ev, f"`{key}` is bound to tf.get_default_graph() at {self.where(stmts[0])}")
+
+    def _captured(self, block: Block, key: str, ev: Evidence, how: str) -> None:
+        """A graph object read from outside the function: right only if no other graph is ever default."""
+        hits = self._hits(GRAPH_SWITCHES)
+        if hits == []:
+            ev.prove(f"{how}; no file that can run this code makes another graph the default "
+                     f"(searched {len(self.reach() or [])} file(s) for as_default, reset_default_graph, "
+                     "Estimator, tf.function)")
+            return
+        if hits is None:
+            why = "the project is too big to search for other default graphs"
+        else:
+            h = hits[0]
+            why = f"{os.path.relpath(h.path, os.path.dirname(self.path))}:{h.line} uses `{h.text.lstrip('.')}`"
+        ev.assume(f"`{key}` is the default graph whenever the block runs", "TFG116",
+                  f"{how}, outside the function; the override applied only while it was the default graph, "
+                  f"and {why}, which may make another graph the default; call tf.get_default_graph() in the block")
+
+    def _session_graph(self, block: Block, expr: cst.Attribute, ev: Evidence) -> None:
+        base = dotted(expr.value)
+        for w in self._enclosing(block.node, cst.With):
+            for item in w.items:
+                if (item.asname is not None and isinstance(item.asname.name, cst.Name)
+                        and item.asname.name.value == base and isinstance(item.item, cst.Call)
+                        and self.col.tf(item.item) in ("tensorflow.Session", "tensorflow.InteractiveSession")
+                        and not any(a.keyword is not None and a.keyword.value == "graph" or a.keyword is None
+                                    and i == 1 for i, a in enumerate(item.item.args))
+                        and self._same_default(w, block.node)):
+                    ev.prove(f"`{base}` is a session on the default graph, opened at {self.where(w)}")
+                    return
+        ev.assume(f"`{code(expr)}` is the default graph when the block runs", "TFG116",
+                  f"`{code(expr)}` may be another graph than the default one, where the override would not apply")
+
+    def _not_graph(self, expr) -> Refuse:
+        return Refuse("TFG107", f"`{code(expr)}` is not known to be a TensorFlow graph; "
+                                "left alone (bind it with tf.get_default_graph() if it is one)")
+
+    def _is_default_graph_call(self, value) -> bool:
+        return isinstance(value, cst.Call) and self.col.tf(value) == "tensorflow.get_default_graph" and not value.args
+
+    def _graph_like(self, value, scope: Scope, depth: int = 0) -> bool:
+        if self._is_default_graph_call(value):
+            return True
+        if isinstance(value, cst.Attribute) and value.attr.value == "graph":
+            return True
+        key = dotted(value)
+        if key is None or depth > 3:
+            return False
+        bound = scope.lookup_assigns(key)
+        return bool(bound) and all(self._graph_like(v, scope, depth + 1) for _s, v in bound)
+
+    def is_graph(self, expr, scope: Scope) -> bool:
+        """Cheap form for sites that are not blocks (ExitStack, __enter__)."""
+        if isinstance(expr, cst.Call):
+            return self._is_default_graph_call(expr)
+        key = dotted(expr)
+        s: Optional[Scope] = scope
+        while s is not None and key:
+            if key in s.graph_names:
+                return True
+            s = s.parent
+        return self._graph_like(expr, scope)
+
+    def _enclosing(self, node, kind):
+        p = self.found.parent(node)
+        while p is not None and not isinstance(p, (cst.FunctionDef, cst.Module)):
+            if isinstance(p, kind):
+                yield p
+            p = self.found.parent(p)
+
+    def _inside(self, node, outer) -> bool:
+        return any(w is outer for w in self._enclosing(node, type(outer)))
+
+    def _same_default(self, binding, node) -> bool:
+        """No `as_default()` entered between a binding and a use in the same function."""
+        switches = set(map(id, self.col.graph_withs))
+        a = {id(w) for w in self._enclosing(binding, cst.With) if id(w) in switches}
+        b = {id(w) for w in self._enclosing(node, cst.With) if id(w) in switches}
+        return a == b
+
+    # -- the map ------------------------------------------------------------
+    def parse_map(self, block: Block, ev: Optional[Evidence] = None) -> dict[str, tuple]:
+        call = block.call
+        if len(call.args) != 1 or call.args[0].keyword is not None and call.args[0].keyword.value != "op_type_map":
+            raise Refuse("TFG103", "gradient_override_map is not called with one map argument")
+        expr = call.args[0].value
+        extra: list[tuple[str, cst.BaseExpression]] = []
+        if isinstance(expr, cst.Name):
+            bound = block.scope.lookup_assigns(expr.value)
+            if not bound or len(bound) != 1 or not isinstance(bound[0][1], cst.Dict):
+                raise Refuse("TFG103", f"the map `{expr.value}` is not bound once to a dict literal")
+            stmt, literal = bound[0]
+            extra, updates = self._map_changes(block, expr.value, stmt)
+            block.map_stmts = [stmt] + updates
+            if ev is not None:
+                what = "changed only by the literal updates before the block" if extra else "not changed afterwards"
+                ev.prove(f"map `{expr.value}` bound to a dict literal at {self.where(stmt)}, {what}")
+            expr = literal
+        elif ev is not None and isinstance(expr, cst.Dict):
+            ev.prove(f"map is a dict literal at {self.where(expr)}")
+        if not isinstance(expr, cst.Dict):
+            raise Refuse("TFG103", "the override map is built at run time")
+        out: dict[str, tuple] = {}
+        for el in expr.elements:
+            if not isinstance(el, cst.DictElement):
+                raise Refuse("TFG103", "the override map unpacks another dict (**)")
+            if not isinstance(el.key, cst.SimpleString):
+                raise Refuse("TFG104", "an override map key is not a string; TF1 raises TypeError for it")
+            out[el.key.evaluated_value] = self._map_value(block, el.key.evaluated_value, el.value)
+        for key, value in extra:
+            out[key] = self._map_value(block, key, value)
+        return out
+
+    def _map_value(self, block: Block, key: str, v: cst.BaseExpression) -> tuple:
+        if isinstance(v, cst.SimpleString):
+            return ("lit", v.evaluated_value)
+        if isinstance(v, cst.Name):
+            bound = block.scope.lookup_assigns(v.value)
+            if bound and len(bound) == 1 and isinstance(bound[0][1], cst.SimpleString):
+                return ("lit", bound[0][1].evaluated_value)
+            if block.scope.find_def(v.value) is not None:
+                raise Refuse("TFG103", f"the map value for {key!r} is the function object `{v.value}`, not a gradient name")
+            return ("name", id(_scope_binding(block.scope, v.value)), v.value)
+        raise Refuse("TFG103", f"the map value for {key!r} is not a string (a function object?)")
+
+    def _map_changes(self, block: Block, name: str, binding: cst.CSTNode) -> tuple[list, list]:
+        """Literal updates of a named map made in straight-line code before the block; any
+        other change or escape of the map refuses it (it is followed exactly or not at all)."""
+        owner = block.scope.binding_scope(name) or block.scope
+        root = owner.node
+        if owner.parent is None:  # a module-level map: other files may change it
+            uses = self.project.external_uses(self.path, name) if self.project is not None else []
+            if uses is None or uses:
+                where = f"{os.path.basename(uses[0].path)}:{uses[0].line}" if uses else "a star import"
+                raise Refuse("TFG103", f"the map `{name}` is used by another file ({where}), which may change it; "
+                                       "write the map as a literal in the with statement")
+        scan = _NameUses(name)
+        root.visit(scan)
+        siblings = self._siblings(binding, block.node)
+        out: list[tuple[str, cst.BaseExpression]] = []
+        updates: list = []
+        for use in scan.uses:
+            kind, stmt = self._use_kind(use)
+            if kind == "read" or (kind == "arg" and stmt in self.col.block_calls):
+                continue
+            if kind == "write" and siblings is not None and stmt in siblings:
+                out += self._literal_update(stmt, name)
+                updates.append(stmt)
+                continue
+            what = {"write": "changed", "escape": "passed on or aliased", "arg": "passed to a function"}[kind]
+            line = self.found.line(use)
+            raise Refuse("TFG103", f"the map `{name}` is {what} at line {line}, where the migrator cannot "
+                                   "follow it exactly; write the final map as a literal in the with statement")
+        return out, updates
+
+    def _use_kind(self, use: cst.Name) -> tuple[str, Optional[cst.CSTNode]]:
+        parent = self.found.parent(use)
+        if isinstance(parent, cst.Arg):
+            call = self.found.parent(parent)
+            if isinstance(call, cst.Call) and call.func is not use:
+                return "arg", call
+        if isinstance(parent, cst.Attribute) and parent.value is use:
+            call = self.found.parent(parent)
+            if isinstance(call, cst.Call) and call.func is parent:
+                if parent.attr.value in _MAP_READS:
+                    return "read", None
+                if parent.attr.value in _MAP_WRITES:
+                    return "write", self._statement(call)
+            return "escape", None
+        if isinstance(parent, cst.Subscript) and parent.value is use:
+            holder = self.found.parent(parent)
+            if isinstance(holder, cst.AssignTarget) or isinstance(holder, cst.Del) or (
+                    isinstance(holder, cst.AugAssign) and holder.target is parent):
+                return "write", self._statement(parent)
+            return "read", None
+        if isinstance(parent, cst.ComparisonTarget) or isinstance(parent, cst.Comparison):
+            return "read", None
+        if isinstance(parent, cst.AssignTarget):
+            return "read", None  # the binding itself (checked to be unique elsewhere)
+        return "escape", None
+
+    def _statement(self, node):
+        p = node
+        while p is not None and not isinstance(p, cst.SimpleStatementLine):
+            p = self.found.parent(p)
+        return p
+
+    def _siblings(self, binding, block_node) -> Optional[list]:
+        """Statements after ``binding`` and before the one holding the block, in one list."""
+        holder = self.found.parent(binding)
+        body = getattr(holder, "body", None)
+        if not isinstance(body, (list, tuple)):
+            return None
+        stmts = list(body)
+        if binding not in stmts:
+            return None
+        start = stmts.index(binding)
+        node = block_node
+        while node is not None and node not in stmts:
+            node = self.found.parent(node)
+        if node is None or stmts.index(node) <= start:
+            return None
+        return stmts[start + 1: stmts.index(node)]
+
+    def _literal_update(self, stmt, name: str) -> list[tuple[str, cst.BaseExpression]]:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            small = stmt.body[0]
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                t = small.targets[0].target
+                if (isinstance(t, cst.Subscript) and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index)
+                        and isinstance(t.slice[0].slice.value, cst.SimpleString)):
+                    return [(t.slice[0].slice.value.evaluated_value, small.value)]
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                call = small.value
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value == "update":
+                    out = []
+                    for a in call.args:
+                        if a.keyword is not None:
+                            out.append((a.keyword.value, a.value))
+                        elif isinstance(a.value, cst.Dict) and not a.star and all(
+                                isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                                for e in a.value.elements):
+                            out += [(e.key.evaluated_value, e.value) for e in a.value.elements]  # type: ignore[union-attr]
+                        else:
+                            break
+                    else:
+                        return out
+        raise Refuse("TFG103", f"the map `{name}` is changed at line {self.found.line(stmt)} in a way the migrator "
+                               "cannot follow exactly; write the final map as a literal in the with statement")
+
+    # -- the gradient the map names ----------------------------------------
+    def resolve_target(self, ref: tuple) -> Union[str, Registration]:
+        """A built-in target name, or the registration that the map value names."""
+        if ref[0] == "lit" and ref[1] in BUILTIN_TARGETS:
+            return ref[1]
+        regs = [r for r in self.col.registrations if r.key == ref]
+        if len(regs) == 1:
+            return regs[0]
+        label = ref[1] if ref[0] == "lit" else f"`{ref[2]}`"
+        if len(regs) > 1:
+            raise Refuse("TFG106", f"gradient {label} is registered more than once in this file")
+        elsewhere = self.ctx.index.registrations.get(ref[1], []) if ref[0] == "lit" else []
+        elsewhere = [r for r in elsewhere if r.path != self.ctx.path]
+        if elsewhere:
+            raise Refuse("TFG106", f"gradient {label} is registered in {elsewhere[0].path}:{elsewhere[0].line}; "
+                                   "cross-file overrides are migrated by hand for now")
+        if ref[0] == "lit" and ref[1] in optable.all_op_types():
+            raise Refuse("TFG106", f"{label} names TF's own gradient of the {label} op, which the migrator inlines only "
+                                   f"for {', '.join(sorted(BUILTIN_TARGETS))}; write that gradient as a "
+                                   "tf.custom_gradient grad_fn")
+        if ref[0] == "lit":
+            raise Refuse("TFG106", f"gradient {label} is not a built-in and has no RegisterGradient in this run")
+        raise Refuse("TFG106", f"cannot link the gradient name {label} to a RegisterGradient call")
+
+
+def _scope_binding(scope: Scope, name: str) -> Scope:
+    s: Optional[Scope] = scope
+    while s is not None:
+        if name in s.assigns or name in s.params:
+            return s
+        s = s.parent
+    return scope
+
+
+class _NameUses(cst.CSTVisitor):
+    """Every Name node spelling ``name`` (reads and writes alike)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.uses: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.uses.append(node)

@@ -1,0 +1,86 @@
+"""``tf.py_func`` in an override block: ``PyFunc`` or ``PyFuncStateless``, and its wrapper.
+
+``stateful=True`` (the default) makes ``PyFunc``, ``stateful=False`` makes
+``PyFuncStateless``, which a ``{"PyFunc": ...}`` map never matched.  The
+wrapper calls ``tf.numpy_function`` (same op, same numpy semantics; a
+``tf.py_function`` would silently give a zero gradient) and keeps py_func's
+list contract: eager ``numpy_function`` unwraps a one-element ``Tout`` list.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from migrator._plugins._override_model import Candidate, Refuse, code
+
+PY_FUNC_PARAMS = ["func", "inp", "Tout", "stateful", "name"]
+
+
+def scan_py_func(scanner, call, name, stmt, emap, block, found, scope) -> None:
+    bound = scanner.bind_args(call, PY_FUNC_PARAMS)
+    stateful = bound.get("stateful", (None, cst.Name("True")))[1]
+    ev = scanner.ev
+    if isinstance(stateful, cst.Name) and stateful.value in ("True", "False"):
+        op_type = "PyFunc" if stateful.value == "True" else "PyFuncStateless"
+        how = "`stateful` is the literal " + stateful.value if "stateful" in bound else "`stateful` defaults to True"
+    elif isinstance(stateful, cst.Name) and stateful.value in scope.params:
+        value, where = scanner.values.param_literal(scope, stateful.value)
+        if value not in (True, False):
+            if "PyFunc" in emap or "PyFuncStateless" in emap:
+                raise Refuse("TFG108", f"`stateful={stateful.value}` decides between PyFunc and PyFuncStateless "
+                                       "at run time, and the callers do not show one value")
+            return
+        op_type = "PyFunc" if value else "PyFuncStateless"
+        how = f"every caller passes `{stateful.value}={value}` ({where})"
+    else:
+        if "PyFunc" in emap or "PyFuncStateless" in emap:
+            raise Refuse("TFG108", "`stateful` is not a literal: PyFunc or PyFuncStateless cannot be told apart")
+        return
+    if op_type not in emap:
+        if "PyFunc" in emap or "PyFuncStateless" in emap:
+            ev.prove(f"`tf.py_func` makes {op_type}, not the mapped type ({how})")
+        return
+    if "inp" not in bound or "func" not in bound or "Tout" not in bound:
+        raise Refuse("TFG108", "tf.py_func is called without func, inp and Tout")
+    inp_pos, inp = bound["inp"]
+    for pname, (_i, expr) in bound.items():
+        if pname != "inp" and scanner._static_ok(expr) is None:
+            raise Refuse("TFG108", f"argument `{pname}` of tf.py_func is an expression the migrator will not move")
+    func = _numpy_function_func(call.func)
+    if isinstance(inp, (cst.List, cst.Tuple)) and all(not isinstance(e, cst.StarredElement) for e in inp.elements):
+        names = [f"x{i}" if len(inp.elements) > 1 else "x" for i in range(len(inp.elements))]
+        new_inp = inp.with_changes(elements=[e.with_changes(value=cst.Name(n)) for e, n in zip(inp.elements, names)])
+        args = list(call.args)
+        args[inp_pos] = args[inp_pos].with_changes(value=new_inp)
+        forward = call.with_changes(func=func, args=args)
+        exprs = [e.value for e in inp.elements]
+        variadic = False
+    else:
+        args = list(call.args)
+        args[inp_pos] = args[inp_pos].with_changes(value=cst.Call(cst.Name("list"), [cst.Arg(cst.Name("inputs"))]))
+        forward = call.with_changes(func=func, args=args)
+        exprs, names, variadic = [inp], ["*inputs"], True
+    closure = any(scanner._static_ok(e) is False for p, (_i, e) in bound.items() if p != "inp")
+    post: list[str] = []
+    tout_pos, tout = bound["Tout"]
+    if isinstance(tout, (cst.List, cst.Tuple)) and len(tout.elements) == 1:
+        args = list(forward.args)
+        args[tout_pos] = args[tout_pos].with_changes(value=tout.elements[0].value)
+        forward = cst.List([cst.Element(forward.with_changes(args=args))])
+        ev.prove("one-element `Tout` list: the wrapper returns a list in every mode, as tf.py_func did")
+    elif not isinstance(tout, (cst.List, cst.Tuple)) and scanner._static_ok(tout) is False:
+        alias = code(func.value) if isinstance(func, cst.Attribute) else "tf"
+        post = [  # formatted by the planner with the output name and the module's indent
+            f"if isinstance({code(tout)}, (list, tuple)) and {alias}.is_tensor({{out}}):",
+            "{indent}{out} = [{out}]  # tf.py_func returned a list here; eager numpy_function unwraps one output",
+        ]
+        ev.prove("`Tout` is a value: the wrapper re-wraps a single output in a list when Tout is a list")
+    ev.prove(f"`{op_type}` made by `tf.py_func` ({how}); tf.numpy_function makes the same op")
+    found.append(Candidate(call, op_type, emap[op_type], exprs, names, forward, variadic=variadic,
+                           needs_closure=closure, stmt=stmt, tf_name=name, block=block, post_lines=post,
+                           n_inputs=len(names), slots=list(range(len(names)))))
+
+
+def _numpy_function_func(func: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(func, cst.Attribute):
+        return func.with_changes(attr=cst.Name("numpy_function"))
+    return cst.Attribute(cst.Name("tf"), cst.Name("numpy_function"))

@@ -1,0 +1,317 @@
+"""Obligations about what else sees the rewritten code: registrations and op identity.
+
+* A registration may go only when no other code uses the gradient name (another
+  file's map, a registry lookup) and nothing calls the registered function
+  directly (its ``(op, grad)`` signature changes).  The helper it becomes must
+  exist wherever a wrapper calls it: a registration behind an ``if`` guard (run
+  on the first call only) is refused.
+* Under ``tf.custom_gradient`` the wrapped op's output is an ``IdentityN``
+  output (graph mode): its ``.op``, ``.op.inputs``, ``.op.type`` and tensor name
+  change.  A program that reads them, or looks tensors up by name, is refused.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from typing import Optional
+
+import libcst as cst
+
+from migrator._plugins._override_model import Candidate, Evidence, Refuse, Registration, code
+
+_IDENTITY_ATTRS = {"op", "name", "consumers", "value_index"}
+#: code tokens that read a graph by op or tensor name
+NAME_READS = (b"get_tensor_by_name", b"get_operation_by_name", b"get_operations", b"as_graph_def")
+
+
+class RegistrationProof:
+    def __init__(self, prover):
+        self.p = prover
+        self.found, self.col, self.project = prover.found, prover.col, prover.project
+        self._strings: Optional[list[cst.SimpleString]] = None
+        self._name_reads: Optional[list] = None
+
+    # -- registrations ------------------------------------------------------
+    def check(self, reg: Registration, ev: Evidence) -> None:
+        """Prove the registration can go: no other user of the name, no direct call."""
+        self._name_users(reg, ev)
+        self._direct_calls(reg, ev)
+
+    def placement(self, reg: Registration, blocks: list, ev: Evidence) -> None:
+        """The helper must exist wherever a wrapper calls it: its def runs before every block
+        that uses it, on every path."""
+        if isinstance(reg.scope.node, cst.ClassDef):
+            raise Refuse("TFG114", f"the function registered at line {reg.line} is defined in a class body, where "
+                                   "the methods that make the op cannot see it; migrate by hand")
+        node = reg.fn if reg.decorator is not None else reg.stmt
+        if node is None or all(self._runs_before(node, b.node) for b in blocks):
+            if reg.enclosing:
+                ev.prove(f"the registration at line {reg.line} runs before the block on every path")
+            return
+        where = f"line {reg.line}"
+        if self._register_once(reg):
+            raise Refuse("TFG114", f"the registration at {where} sits in `{_header(reg.enclosing[0])}`, which "
+                                   "kept TF1 from registering twice; the helper made from it would be missing on "
+                                   "later calls; define the gradient function outside the `if` (a plain function "
+                                   "needs no guard), then re-run")
+        raise Refuse("TFG114", f"the registration at {where} does not run before the block on every path (it sits "
+                               f"in `{_header(reg.enclosing[-1])}`); the helper it becomes could be missing there; "
+                               "define the gradient function unconditionally, or migrate by hand")
+
+    @staticmethod
+    def _register_once(reg: Registration) -> bool:
+        """``if COND: @RegisterGradient(...) def f`` with nothing else in the ``if``."""
+        if reg.fn is not None and reg.decorator is not None and len(reg.enclosing) == 1 \
+                and isinstance(reg.enclosing[0], cst.If):
+            guard = reg.enclosing[0]
+            body = guard.body.body if isinstance(guard.body, cst.IndentedBlock) else []
+            return guard.orelse is None and len(body) == 1 and body[0] is reg.fn
+        return False
+
+    def _runs_before(self, first: cst.CSTNode, later: cst.CSTNode) -> bool:
+        """``first`` is a statement of some statement list, and ``later`` sits in a statement
+        after it in that same list (so every path to ``later`` ran ``first``)."""
+        holder = self.found.parent(first)
+        body = getattr(holder, "body", None)
+        if not isinstance(body, (list, tuple)) or first not in body:
+            return False
+        node = later  # (a function defined in between runs later: the def is bound once, checked elsewhere)
+        while node is not None and self.found.parent(node) is not holder:
+            node = self.found.parent(node)
+        return node is not None and node in body and list(body).index(node) > list(body).index(first)
+
+    def _name_users(self, reg: Registration, ev: Evidence) -> None:
+        if reg.key[0] != "lit":
+            ev.prove(f"gradient name `{reg.key[2]}` is built at run time here: no other code can name it")
+            return
+        name = reg.key[1]
+        uses = self.project.string_uses(name) if self.project is not None else []
+        if uses is None:
+            raise Refuse("TFG112", f"the project is too big to check that no other file uses gradient {name!r}")
+        others = [u for u in uses if os.path.abspath(u.path) != self.p.path]
+        if others:
+            o = others[0]
+            raise Refuse("TFG112", f"gradient {name!r} is also named in {os.path.relpath(o.path, os.path.dirname(self.p.path))}"
+                                   f":{o.line}, which still needs the registration; migrate the override there "
+                                   "first (or in the same run), or by hand")
+        allowed = self._allowed_strings()
+        for s in self._file_strings():
+            if s.evaluated_value == name and s not in allowed:
+                raise Refuse("TFG112", f"line {self.found.line(s)} reads gradient name {name!r} (a registry "
+                                       "lookup?); removing the registration would change it; migrate by hand")
+        n = len(self.p.reach() or [self.p.path])
+        ev.prove(f"registration {name!r} is used by no other file (searched the project)"
+                 if n else f"registration {name!r} is used by no other file")
+
+    def _allowed_strings(self) -> set:
+        allowed: set = set()
+        for reg in self.col.registrations:
+            call = reg.decorator.decorator if reg.decorator is not None else (
+                reg.stmt.body[0].value.func if reg.stmt is not None else None)  # type: ignore[union-attr]
+            if isinstance(call, cst.Call):
+                allowed |= {a.value for a in call.args}
+        for b in self.col.blocks:
+            _collect_strings(b.call, allowed)
+        for s in self._file_strings():
+            parent = self.found.parent(s)
+            if isinstance(parent, (cst.DictElement, cst.Assign)) and not isinstance(self.found.parent(parent), cst.Call):
+                allowed.add(s)  # a map value, or a constant holding the name
+        return allowed
+
+    def _file_strings(self) -> list[cst.SimpleString]:
+        if self._strings is None:
+            out: list[cst.SimpleString] = []
+
+            class _S(cst.CSTVisitor):
+                def visit_SimpleString(self, node: cst.SimpleString) -> None:
+                    out.append(node)
+
+            self.found.module.visit(_S())
+            self._strings = out
+        return self._strings
+
+    def _direct_calls(self, reg: Registration, ev: Evidence) -> None:
+        fn = reg.fn
+        if fn is None:
+            return
+        name = fn.name.value
+        uses = _NameLoads(name)
+        self.found.module.visit(uses)
+        reg_arg = reg.stmt.body[0].value.args[0].value if reg.stmt is not None else None  # type: ignore[union-attr]
+        for use in uses.loads:
+            if use is fn.name or use is reg_arg:
+                continue
+            raise Refuse("TFG113", f"`{name}` is also used directly at line {self.found.line(use)}; its (op, grad) "
+                                   "signature must stay, so the registration cannot become a helper; migrate by hand")
+        if reg.scope.parent is None and self.project is not None:
+            ext = self.project.external_uses(self.p.path, name)
+            if ext is None or ext:
+                where = f"{os.path.basename(ext[0].path)}:{ext[0].line}" if ext else "a star import"
+                raise Refuse("TFG113", f"`{name}` is imported by another file ({where}), which needs its (op, grad) "
+                                       "signature; migrate by hand")
+        ev.prove(f"`{name}` is called only by the gradient machinery (no direct use)")
+
+    def only_passed(self, fn: cst.FunctionDef, passed: list) -> None:
+        """A gradient function handed to the py_func recipe is used nowhere else."""
+        uses = _NameLoads(fn.name.value)
+        self.found.module.visit(uses)
+        allowed = {id(n) for n in passed} | {id(fn.name)}
+        for use in uses.loads:
+            if id(use) not in allowed:
+                raise Refuse("TFG113", f"`{fn.name.value}` is also used at line {self.found.line(use)}; its "
+                                       "(op, grad) signature must stay; migrate by hand")
+        ext = self.project.external_uses(self.p.path, fn.name.value) if self.project is not None else []
+        if ext is None or ext:
+            raise Refuse("TFG113", f"`{fn.name.value}` is used by another file, which needs its (op, grad) signature")
+
+    # -- op identity ----------------------------------------------------------
+    def identity(self, cand: Candidate, scope, ev: Evidence) -> None:
+        """Nothing reads the wrapped op's ``.op``, its inputs, type or tensor name."""
+        reads = self._graph_name_reads()
+        if reads:
+            r = reads[0]
+            raise Refuse("TFG115", f"{os.path.basename(r.path)}:{r.line} reads the graph by name (`{r.text}`); "
+                                   "the wrapped op's output becomes an IdentityN with another name; migrate by hand")
+        label = f"`{code(cand.node)}`"
+        kind, where = self._flow(cand.node, scope)
+        if kind == "assigned":
+            var = where
+            for use in _loads(scope.node, var, self.found):
+                k, w = self._flow(use, scope)
+                if k in ("escapes", "returned"):
+                    kind, where = k, w
+                    if k == "escapes":
+                        break
+        if kind == "returned":
+            self._callers_read(scope, label)
+        elif kind == "escapes":
+            hits = self.project.text_hits(self.p.reach() or [self.p.path], [b".op"]) if self.project is not None else []
+            if hits:
+                h = hits[0]
+                raise Refuse("TFG115", f"{label} is passed on at line {self.found.line(where)}, and "
+                                       f"{os.path.basename(h.path)}:{h.line} reads `.op` of a tensor, maybe of it; "
+                                       "under tf.custom_gradient that is an IdentityN; migrate by hand")
+        ev.prove(f"nothing reads the wrapped output's .op or tensor name ({label})")
+
+    def _flow(self, node, scope):
+        """Where a value goes: ("consumed", _) by a TF op or Python arithmetic, ("assigned", name),
+        ("returned", _), ("escapes", node); reading .op/.name of it refuses."""
+        parent = self.found.parent(node)
+        while isinstance(parent, cst.IfExp) and node is not parent.test:
+            node, parent = parent, self.found.parent(parent)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            if parent.attr.value in _IDENTITY_ATTRS:
+                raise self._identity_refusal(f"`{code(node)}`", parent.attr.value, node)
+            return "consumed", None  # .shape, .dtype, a method of the tensor
+        if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget,
+                               cst.Subscript, cst.Expr)):
+            return "consumed", None
+        if isinstance(parent, cst.Arg):
+            call = self.found.parent(parent)
+            if isinstance(call, cst.Call) and (self.col.tf(call) is not None or (
+                    isinstance(call.func, cst.Name) and call.func.value in ("print", "len", "float", "int"))):
+                return "consumed", None
+            return "escapes", parent
+        if isinstance(parent, cst.Return):
+            return "returned", parent
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            return "assigned", parent.targets[0].target.value
+        return "escapes", node
+
+    def _identity_refusal(self, label: str, attr: str, node) -> Refuse:
+        return Refuse("TFG115", f"line {self.found.line(node)} reads `.{attr}` of {label}; under tf.custom_gradient "
+                                "that is an IdentityN output, not the original op; migrate by hand")
+
+    def _graph_name_reads(self) -> list:
+        if self._name_reads is None:
+            files = self.p.reach()
+            if files is None:
+                self._name_reads = [_Hit(self.p.path, 1, "the project is too big to search")]
+            else:
+                self._name_reads = self.project.text_hits(files, NAME_READS) if self.project is not None else []
+        return self._name_reads
+
+    def _callers_read(self, scope, label: str) -> None:
+        fn = scope.function
+        if fn is None or self.project is None:
+            return
+        sites = self.project.callers(self.p.path, fn.name.value) if scope.parent is not None \
+            and scope.parent.parent is None else None
+        if sites is None:
+            hits = self.project.text_hits(self.p.reach() or [self.p.path], [b".op"])
+            if hits:
+                h = hits[0]
+                raise Refuse("TFG115", f"{os.path.basename(h.path)}:{h.line} reads `.op` of a tensor, maybe of "
+                                       f"{label} returned by `{fn.name.value}`; migrate by hand")
+            return
+        for site in sites:
+            attr = _ast_identity_read(site)
+            if attr is not None:
+                raise Refuse("TFG115", f"{os.path.basename(site.path)}:{attr[1]} reads `.{attr[0]}` of what "
+                                       f"`{fn.name.value}` returns ({label}); migrate by hand")
+
+
+class _Hit:
+    def __init__(self, path, line, text):
+        self.path, self.line, self.text = path, line, text
+
+
+class _NameLoads(cst.CSTVisitor):
+    def __init__(self, name: str):
+        self.name = name
+        self.loads: list[cst.Name] = []
+
+    def visit_Decorator(self, node: cst.Decorator) -> bool:
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.loads.append(node)
+
+
+def _loads(root, var: str, found) -> list:
+    """Every read of the name ``var`` under ``root`` (not its bindings)."""
+    out = []
+
+    class _L(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            parent = found.parent(node)
+            if node.value == var and not isinstance(parent, (cst.AssignTarget, cst.Param)) and not (
+                    isinstance(parent, cst.Attribute) and parent.attr is node):
+                out.append(node)
+
+    root.visit(_L())
+    return out
+
+
+def _ast_identity_read(site):
+    """(attr, line) when a caller reads .op/.name of the call's result, directly or through a name."""
+    call, scope = site.call, site.scope
+    holder = scope if scope is not None else None
+    if holder is None:
+        return None
+    names = set()
+    for node in ast.walk(holder):
+        if isinstance(node, ast.Attribute) and node.value is call and node.attr in _IDENTITY_ATTRS:
+            return node.attr, node.lineno
+        if isinstance(node, ast.Assign) and node.value is call:
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(holder):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names \
+                and node.attr in _IDENTITY_ATTRS:
+            return node.attr, node.lineno
+    return None
+
+
+def _collect_strings(node, into: set) -> None:
+    class _S(cst.CSTVisitor):
+        def visit_SimpleString(self, n: cst.SimpleString) -> None:
+            into.add(n)
+
+    node.visit(_S())
+
+
+def _header(node) -> str:
+    if isinstance(node, cst.If):
+        return f"if {code(node.test)}:"
+    return {cst.For: "for ...:", cst.While: "while ...:", cst.Try: "try:", cst.With: "with ...:"}.get(type(node), "...")
