@@ -12,8 +12,10 @@ import pytest
 
 from migrator.verify import analysis, inputs
 from migrator.verify.compare import compare_lists, compare_values, tolerances
-from migrator.verify.engine import Check, PairResult, site_verifications
+from migrator.verify.checks import Check, needs_graph
+from migrator.verify.engine import PairResult
 from migrator.verify.report import exit_code, format_check
+from migrator.verify.sites import site_verifications
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -87,26 +89,38 @@ def test_each_argument_gets_different_values():
     assert not np.allclose(a, b)
 
 
-def test_candidates_floats_first_then_small_ints_for_int_looking_names():
+def test_candidates_vary_rank_and_dtype_then_small_ints_for_int_looking_names():
     params = [{"name": "x", "has_default": False, "annotation": None},
               {"name": "k", "has_default": False, "annotation": None},
               {"name": "scale", "has_default": True, "annotation": None}]
     cands = inputs.infer_candidates(params)
-    assert cands[0]["group"] == "float" and len(cands[0]["args"]) == 2  # the default is kept
-    assert cands[0]["args"][0].dtype == np.float32 and cands[0]["args"][0].shape == inputs.SHAPES[0]
+    assert cands[0]["group"] == "float32:r2" and len(cands[0]["args"]) == 2  # the default is kept
+    floats = [c for c in cands if not c["group"].startswith("int:")]
+    assert {c["args"][0].ndim for c in floats} == {0, 1, 2, 3}
+    assert {c["args"][0].dtype for c in floats} == {np.dtype(np.float32), np.dtype(np.float64)}
+    assert all(c["args"][0].dtype.name == c["group"].split(":")[0] and c["group"].endswith(f"r{c['args'][0].ndim}")
+               for c in floats)
     ints = [c for c in cands if c["group"].startswith("int:")]
     assert ints and all(isinstance(c["args"][1], int) and isinstance(c["args"][0], np.ndarray) for c in ints)
     assert {c["args"][1] for c in ints} == set(inputs.SMALL_INTS)
-    assert not [c for c in inputs.infer_candidates(params[:1]) if c["group"] != "float"]
+    assert not [c for c in inputs.infer_candidates(params[:1]) if c["group"].startswith("int:")]
 
 
-def test_choose_takes_the_first_working_float_and_one_per_int_value():
+def test_choose_one_per_rank_one_float64_and_one_per_int_value():
     cands = inputs.infer_candidates([{"name": "x", "has_default": False}, {"name": "bits", "has_default": False}])
-    ok = [c["group"] != "float" for c in cands]
-    chosen = inputs.choose(cands, ok)
-    assert [cands[i]["group"] for i in chosen] == ["int:1", "int:2", "int:3"]
+    groups = lambda idx: [cands[i]["group"] for i in idx]  # noqa: E731
+    ok = [c["group"].startswith("int:") for c in cands]  # floats alone fail: an int is needed
+    assert groups(inputs.choose(cands, ok)) == ["int:1", "int:2", "int:3"]
     ok = [True] * len(cands)
-    assert [cands[i]["group"] for i in inputs.choose(cands, ok)] == ["float", "int:1", "int:2"]
+    assert groups(inputs.choose(cands, ok)) == ["float32:r2", "float32:r1", "float32:r3", "float64:r2",
+                                                  "int:1", "int:2", "int:3"]
+    # rank 0 only when no other rank runs; float64 may be the only float that runs
+    ok = [c["group"] in ("float32:r0", "float64:r1") for c in cands]
+    assert groups(inputs.choose(cands, ok)) == ["float32:r0", "float64:r1"]
+    # with inputs recorded from the program, inferred ones add only the rank and dtype variation
+    both = [{"args": [np.ones(3, np.float32), 2], "kwargs": {}, "group": "recorded"}] + cands
+    chosen = inputs.choose(both, [True] * len(both))
+    assert [both[i]["group"] for i in chosen] == ["recorded", "float32:r3", "float64:r2"]
 
 
 def test_pyproject_config_by_module_and_function(tmp_path):
@@ -173,10 +187,13 @@ flip = Builder()
 
 def test_probe_targets_contain_or_reach_the_change():
     targets = {t.name: t for t in analysis.probe_targets(BEFORE, AFTER)}
-    # not _g (a gradient function), not untouched; the callable class with a no-argument constructor too
-    assert set(targets) == {"core", "user", "flip", "Builder"}
-    assert targets["Builder"].construct and not targets["flip"].construct
+    # not _g (a gradient function), not untouched; Builder through its instance, as the file uses it
+    assert set(targets) == {"core", "user", "flip"}
+    assert targets["flip"].kind == "instance" and not targets["flip"].construct
     assert [p["name"] for p in targets["flip"].params] == ["x", "l"]  # self dropped
+    alone = {t.name: t for t in analysis.probe_targets(BEFORE.replace("flip = Builder()\n", ""),
+                                                       AFTER.replace("flip = Builder()\n", ""))}
+    assert alone["Builder"].construct and alone["Builder"].kind == "class"  # no-argument constructor
     assert [p["has_default"] for p in targets["user"].params] == [False, False, True]
 
 
@@ -188,13 +205,21 @@ def test_functions_whose_signature_changed_or_registered_by_call_are_not_probed(
     assert analysis.probe_targets(before, after) == []
 
 
-def test_needs_tf1_ignores_strings_and_comments():
-    assert analysis.needs_tf1("with tf.Session() as s:\n    pass\n")
-    assert analysis.needs_tf1("x = tf.compat.v1.placeholder(tf.float32)\n")
-    assert not analysis.needs_tf1("# tf.Session()\nS = 'tf.placeholder'\nwith tf.GradientTape() as t:\n    pass\n")
-    # a TF1 gradient call the migrator refused to rewrite only runs in graph mode
-    assert analysis.needs_tf1("g = tf.gradients(y, x)\n") and analysis.needs_tf1("v = tf.trainable_variables()\n")
-    assert not analysis.needs_tf1("g = tape.gradient(y, x)\nself.gradients(x)\nm.trainable_variables\n")
+def test_eager_silent_apis_ignore_strings_and_comments():
+    assert analysis.eager_silent("v = tf.trainable_variables()\n")
+    assert analysis.eager_silent("with tf.variable_scope('a', reuse=True):\n    pass\n")
+    assert not analysis.eager_silent("# tf.trainable_variables()\nS = 'get_collection'\nwith tf.Session() as s:\n"
+                                     "    pass\n")
+    assert not analysis.eager_silent("g = tape.gradient(y, model.trainable_variables)\n")  # Keras: fine eagerly
+
+
+def test_graph_only_failures_in_unchanged_code_are_unverified_elsewhere_mismatch():
+    fail = {"error": "RuntimeError: tf.placeholder() is not compatible with eager execution.", "error_line": 7}
+    assert "needs TF1 graph mode at line 7" in needs_graph(fail, changed={3, 4})
+    assert needs_graph(fail, changed={7}) is None  # the migration wrote that line: its failure is its own
+    assert needs_graph({"error": "ValueError: shapes differ", "error_line": 7}, changed=set()) is None
+    name = {"error": "NameError: name 'x_ph' is not defined", "error_line": 9}
+    assert needs_graph(name, changed=set(), unbound={"x_ph"}) and needs_graph(name, changed=set()) is None
 
 
 # ------------------------------------------------------------------ reporting
@@ -227,7 +252,8 @@ def test_site_verifications_align_with_sites():
 
 # ------------------------------------------------------------------ process
 def test_importing_the_verifier_does_not_import_tensorflow():
-    code = ("import sys, migrator.verify, migrator.verify.engine, migrator.verify.report, migrator.verify.__main__; "
+    code = ("import sys, migrator.verify, migrator.verify.engine, migrator.verify.report, migrator.verify.sites, "
+            "migrator.verify.checks, migrator.verify.argtree, migrator.verify.__main__; "
             "print('tensorflow' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        env=dict(os.environ, PYTHONPATH=ROOT))

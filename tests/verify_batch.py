@@ -15,7 +15,7 @@ import tempfile
 
 from verify_mutants import OPERATORS, mutate
 
-from migrator.verify.engine import OriginalFails, verify_variants
+from migrator.verify.engine import OriginalFails, verify_groups
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "verify_data")
@@ -38,8 +38,11 @@ def golden_cases():
     return out
 
 
-def _batch(before: str, files: list, work: str) -> dict:
-    """{(file name, operator or None): PairResult}, or {"error": msg} when the original fails."""
+def _variants(before: str, files: list, work: str, operators=None):
+    """The migrations to verify against ``before``: the files and, for after*.py, their mutants.
+
+    Returns (paths, keys) with keys (file name, operator or None).
+    """
     variants, keys = [], []
     src_dir = os.path.dirname(before)
     for f in os.listdir(src_dir):  # siblings the migrations may import
@@ -52,7 +55,7 @@ def _batch(before: str, files: list, work: str) -> dict:
         if not name.startswith("after"):
             continue
         text = open(path, encoding="utf-8").read()
-        for op in OPERATORS:
+        for op in (OPERATORS if operators is None else operators):
             mutated = mutate(text, op)
             if mutated is None:
                 continue
@@ -61,35 +64,38 @@ def _batch(before: str, files: list, work: str) -> dict:
                 fh.write(mutated)
             variants.append(mpath)
             keys.append((name, op))
-    try:
-        results = verify_variants(before, variants, jobs=2)
-    except OriginalFails as exc:
-        return {"error": str(exc)}
-    return dict(zip(keys, results))
+    return variants, keys
+
+
+def run_cases(cases: dict, shards: int = 2) -> dict:
+    """{case: (before, [files])} -> {case: {(file, operator): PairResult} | {"error": msg}}, in one batch."""
+    work = tempfile.mkdtemp(prefix="tfgm-verify-tests-")
+    groups, keys = [], []
+    for case, (before, files) in cases.items():
+        cwork = os.path.join(work, case)
+        os.makedirs(cwork)
+        paths, k = _variants(before, files, cwork)
+        groups.append((before, paths))
+        keys.append((case, k))
+    out = {}
+    for (case, k), res in zip(keys, verify_groups(groups, shards=shards)):
+        out[case] = {"error": str(res)} if isinstance(res, OriginalFails) else dict(zip(k, res))
+    return out
 
 
 @functools.cache
 def hand_results() -> dict:
     """{case: {(file, operator): PairResult}} for tests/verify_data."""
-    work = tempfile.mkdtemp(prefix="tfgm-verify-tests-")
-    out = {}
+    cases = {}
     for case in hand_cases():
         d = os.path.join(DATA, case)
         files = sorted(glob.glob(os.path.join(d, "after*.py"))) + sorted(glob.glob(os.path.join(d, "wrong*.py")))
-        cwork = os.path.join(work, case)
-        os.makedirs(cwork)
-        out[case] = _batch(os.path.join(d, "before.py"), files, cwork)
-    return out
+        cases[case] = (os.path.join(d, "before.py"), files)
+    return run_cases(cases)
 
 
 @functools.cache
 def golden_results() -> dict:
     """{case: {(file, operator): PairResult} | {"error": ...}} for fixtures/<case>/."""
-    work = tempfile.mkdtemp(prefix="tfgm-verify-golden-")
-    out = {}
-    for d in golden_cases():
-        case = os.path.basename(d)
-        cwork = os.path.join(work, case)
-        os.makedirs(cwork)
-        out[case] = _batch(os.path.join(d, "before.py"), [os.path.join(d, "after.py")], cwork)
-    return out
+    return run_cases({os.path.basename(d): (os.path.join(d, "before.py"), [os.path.join(d, "after.py")])
+                      for d in golden_cases()})

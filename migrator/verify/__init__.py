@@ -14,7 +14,7 @@ def cli_verify(original, migrated, json_output=False, rtol=None, atol=None, time
 
 
 def verify_files(pairs, rtol=None, atol=None, timeout=None, jobs=1):
-    from migrator.verify.engine import verify_files as _verify_files
+    from migrator.verify.sites import verify_files as _verify_files
 
     return _verify_files(pairs, rtol=rtol, atol=atol, timeout=timeout, jobs=jobs)
 

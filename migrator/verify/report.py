@@ -10,14 +10,8 @@ import json
 import os
 import sys
 
-from migrator.verify.engine import (
-    MATCH,
-    MISMATCH,
-    UNVERIFIED,
-    Check,
-    OriginalFails,
-    verify_pair,
-)
+from migrator.verify.checks import MATCH, MISMATCH, UNVERIFIED, Check
+from migrator.verify.engine import OriginalFails, verify_pair
 
 EXIT_MATCH, EXIT_MISMATCH, EXIT_USAGE, EXIT_UNVERIFIED = 0, 1, 2, 3
 
