@@ -260,13 +260,33 @@ def test_importing_the_verifier_does_not_import_tensorflow():
     assert r.stdout.strip() == "False", r.stderr
 
 
+def _run(*args, code=None):
+    cmd = [sys.executable, "-m", "migrator.verify", *map(str, args)] if code is None else \
+        [sys.executable, "-c", code, *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+
+
 def test_usage_errors_exit_2(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "migrator.verify", str(tmp_path / "nope.py"), str(tmp_path / "x.py")],
-                       capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert r.returncode == 2 and "no such file" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "migrator.verify", "--bogus"], capture_output=True, text=True,
-                       cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert r.returncode == 2
+    r = _run(tmp_path / "nope.py", tmp_path / "x.py")
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    assert _run("--bogus").returncode == 2
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "d").mkdir()
+    r = _run(tmp_path / "a.py", tmp_path / "d")
+    assert r.returncode == 2 and "two files or two folders" in r.stdout
+    r = _run(tmp_path / "a.py", tmp_path / "a.py", "--run", "pytest")
+    assert r.returncode == 2 and "--run needs two folders" in r.stdout
+
+
+def test_without_tensorflow_one_line_and_exit_2(tmp_path):
+    """No traceback, not exit 1 (which means "mismatch"): one line naming the extra to install."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    hide = "import sys; sys.modules['tensorflow'] = None; from migrator.cli import main; main(sys.argv[1:])"
+    for argv in (["verify", tmp_path / "a.py", tmp_path / "a.py"], ["verify", tmp_path, tmp_path, "--run", "true"]):
+        r = _run(*argv, code=hide)
+        assert r.returncode == 2, r.stderr
+        assert r.stdout == "" and r.stderr.count("\n") == 1
+        assert "pip install 'tfgradmigrate[verify]'" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_original_syntax_error_is_reported_without_running(tmp_path):

@@ -212,14 +212,16 @@ def _plan(original: str, migrated: list) -> _Group:
     return group
 
 
-def verify_groups(groups: list, rtol=None, atol=None, timeout=None, shards: int = 1) -> list:
+def verify_groups(groups: list, rtol=None, atol=None, timeout=None, shards: int = 1, homes=None) -> list:
     """Verify (original, [migrated, ...]) groups; per group a list of PairResult, or an OriginalFails.
 
     The groups are split into ``shards`` run side by side.  In a shard, one
     child runs every original (TF1 graph) and one child every migrated file
     (TF2), one after the other, the second picking up each original's probes
     as soon as they are chosen; a third child runs the migrated scripts
-    that need TF1 graph mode.  ``timeout`` applies to each file.
+    that need TF1 graph mode.  ``timeout`` applies to each file.  ``homes``
+    maps a file to the folder it runs in and imports from, when that is not
+    its own (a notebook's script).
     """
     timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
     started = time.monotonic()
@@ -228,7 +230,7 @@ def verify_groups(groups: list, rtol=None, atol=None, timeout=None, shards: int 
     n = max(1, min(shards, len(live)))
     split = [live[k::n] for k in range(n)] if live else []
     with tempfile.TemporaryDirectory(prefix="tfgm-verify-") as work:
-        runs = [_Shard(plans, idx, work, f"s{k}", timeout) for k, idx in enumerate(split)]
+        runs = [_Shard(plans, idx, work, f"s{k}", timeout, homes or {}) for k, idx in enumerate(split)]
         for r in runs:
             r.start_tf2()
         for r in runs:
@@ -252,8 +254,9 @@ def verify_groups(groups: list, rtol=None, atol=None, timeout=None, shards: int 
 class _Shard:
     """The children that verify some of the groups."""
 
-    def __init__(self, plans: list, groups: list, work: str, tag: str, timeout: float):
+    def __init__(self, plans: list, groups: list, work: str, tag: str, timeout: float, homes: dict):
         self.plans, self.groups, self.work, self.tag, self.timeout = plans, groups, work, tag, timeout
+        self.homes = {os.path.abspath(k): v for k, v in homes.items()}
         self.items = [(g, v) for g in groups for v in range(len(plans[g].variants))]
         variants = []
         for g in groups:
@@ -263,7 +266,7 @@ class _Shard:
             extra = sorted({os.path.dirname(v.path) for v in plan.variants} - {os.path.dirname(plan.original)})
             variants.append({"key": g, "path": plan.original, "as_main": True, "probes": plan.probes,
                              "record_targets": plan.record_targets, "extra_path": extra,
-                             "inputs_out": self._inputs(g)})
+                             "inputs_out": self._inputs(g), "home": self.homes.get(plan.original)})
         self.old = _Child({"mode": TF1, "side": "original", "timeout": timeout, "variants": variants}, work,
                           f"{tag}-original", os.path.dirname(plans[groups[0]].original))
         self.tf2 = self.tf1 = None
@@ -280,8 +283,8 @@ class _Shard:
 
     def start_tf2(self) -> None:
         variants = [{"key": [g, v], "path": self._var(g, v).path, "as_main": self._var(g, v).script_in_tf2,
-                     "targets": [t.name for t in self._var(g, v).targets], "inputs_in": self._inputs(g)}
-                    for g, v in self.items]
+                     "targets": [t.name for t in self._var(g, v).targets], "inputs_in": self._inputs(g),
+                     "home": self.homes.get(self._var(g, v).path)} for g, v in self.items]
         self.tf2 = _Child({"mode": TF2, "side": "migrated", "timeout": self.timeout, "original_pid": self.old.proc.pid,
                            "variants": variants}, self.work, f"{self.tag}-tf2", os.path.dirname(variants[0]["path"]))
 
@@ -298,7 +301,8 @@ class _Shard:
                                          and needs_graph(res, var.changed, set(res.get("unbound") or ()))):
                 self.fallback.append((g, v))
         if self.fallback:
-            variants = [{"key": [g, v], "path": self._var(g, v).path, "as_main": True} for g, v in self.fallback]
+            variants = [{"key": [g, v], "path": self._var(g, v).path, "as_main": True,
+                         "home": self.homes.get(self._var(g, v).path)} for g, v in self.fallback]
             self.tf1 = _Child({"mode": TF1_RESOURCE, "side": "migrated", "timeout": self.timeout,
                                "variants": variants}, self.work, f"{self.tag}-tf1rv",
                               os.path.dirname(variants[0]["path"]))

@@ -250,8 +250,13 @@ def run(request: dict) -> dict:
     for variant in variants:
         _reseed(tf, mode)
         SEEDER.reset(1)
-        sys.path[:] = [os.path.dirname(os.path.abspath(variant["path"]))] + base_path + list(
-            variant.get("extra_path") or [])
+        home = variant.get("home") or os.path.dirname(os.path.abspath(variant["path"]))
+        sys.path[:] = [os.path.dirname(os.path.abspath(variant["path"]))] + ([home] if variant.get("home") else []) \
+            + base_path + list(variant.get("extra_path") or [])
+        try:
+            os.chdir(home)
+        except OSError:
+            pass
         if per_file:
             signal.alarm(max(1, int(per_file)))
         try:

@@ -8,7 +8,11 @@ unverified, never a match.
 """
 from __future__ import annotations
 
-from migrator.verify import analysis
+import dataclasses
+import os
+import tempfile
+
+from migrator.verify import analysis, trees
 from migrator.verify.checks import MATCH, MISMATCH, UNVERIFIED
 from migrator.verify.engine import OriginalFails, PairResult, verify_groups
 
@@ -71,15 +75,39 @@ def site_verifications(result: PairResult, sites: list) -> list:
     return out
 
 
+def _script_site(site, staged):
+    """A notebook site (line within its cell, note "cell N") placed in the notebook's script."""
+    cell = next((int(n.split()[1]) for n in site.notes if n.startswith("cell ") and n.split()[1].isdigit()), None)
+    where = staged.old_cells.where
+    line = where.index((cell, site.line)) + 1 if (cell, site.line) in where else 0
+    return dataclasses.replace(site, line=line, new_line=None)
+
+
 def verify_files(pairs: list, rtol=None, atol=None, timeout=None, jobs: int = 1) -> list:
-    """Verify (original_path, migrated_path, sites) pairs; one dict per site, per pair."""
-    try:
-        outcomes = verify_groups([(o, [m]) for o, m, _ in pairs], rtol, atol, timeout, shards=jobs)
-    except OSError as exc:
-        outcomes = [OriginalFails(f"cannot read: {exc}")] * len(pairs)
-    out = []
-    for (o, m, sites), res in zip(pairs, outcomes):
-        if isinstance(res, OriginalFails):
-            res = [PairResult(o, m, original_error=str(res))]
-        out.append(site_verifications(res[0], list(sites)))
+    """Verify (original_path, migrated_path, sites) pairs (.py or .ipynb); one dict per site, per pair."""
+    with tempfile.TemporaryDirectory(prefix="tfgm-verify-stage-") as work:
+        staged, errors = [], {}
+        for k, (o, m, _sites) in enumerate(pairs):
+            try:
+                staged.append(trees.stage(os.path.basename(m), o, m, work))
+            except (trees.NotebookUnreadable, OSError) as exc:
+                staged.append(None)
+                errors[k] = str(exc)
+        live = [k for k, st in enumerate(staged) if st is not None]
+        homes = {a: b for st in staged if st is not None for a, b in st.homes.items()}
+        try:
+            outcomes = verify_groups([(staged[k].original, [staged[k].migrated]) for k in live], rtol, atol,
+                                     timeout, shards=jobs, homes=homes)
+        except OSError as exc:
+            outcomes = [OriginalFails(f"cannot read: {exc}")] * len(live)
+        by_pair = dict(zip(live, outcomes))
+        out = []
+        for k, (o, m, sites) in enumerate(pairs):
+            res = by_pair.get(k, OriginalFails(errors.get(k, "not verified")))
+            if isinstance(res, OriginalFails):
+                res = [PairResult(o, m, original_error=str(res))]
+            st = staged[k]
+            if st is not None and st.old_cells is not None:
+                sites = [_script_site(site, st) for site in sites]
+            out.append(site_verifications(res[0], list(sites)))  # reads the original: inside the scratch folder
     return out
