@@ -30,7 +30,6 @@ from typing import Optional
 
 from migrator.verify import analysis, inputs
 from migrator.verify.checks import (
-    MATCH,
     MISMATCH,
     TF1,
     TF1_RESOURCE,
