@@ -1,6 +1,7 @@
 """Verifier units that need no TensorFlow: comparison, inputs, analysis, import cost."""
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -95,7 +96,10 @@ def test_candidates_vary_rank_and_dtype_then_small_ints_for_int_looking_names():
               {"name": "scale", "has_default": True, "annotation": None}]
     cands = inputs.infer_candidates(params)
     assert cands[0]["group"] == "float32:r2" and len(cands[0]["args"]) == 2  # the default is kept
-    floats = [c for c in cands if not c["group"].startswith("int:")]
+    floats = [c for c in cands if c["group"].startswith("float")]
+    (bcast,) = [c for c in floats if c["group"] == "float32:bcast"]  # x * alpha: a matrix and a scalar
+    assert bcast["args"][0].shape == (2, 2) and bcast["args"][1].shape == ()
+    floats = [c for c in floats if c is not bcast]
     assert {c["args"][0].ndim for c in floats} == {0, 1, 2, 3}
     assert {c["args"][0].dtype for c in floats} == {np.dtype(np.float32), np.dtype(np.float64)}
     assert all(c["args"][0].dtype.name == c["group"].split(":")[0] and c["group"].endswith(f"r{c['args'][0].ndim}")
@@ -112,8 +116,8 @@ def test_choose_one_per_rank_one_float64_and_one_per_int_value():
     ok = [c["group"].startswith("int:") for c in cands]  # floats alone fail: an int is needed
     assert groups(inputs.choose(cands, ok)) == ["int:1", "int:2", "int:3"]
     ok = [True] * len(cands)
-    assert groups(inputs.choose(cands, ok)) == ["float32:r2", "float32:r1", "float32:r3", "float64:r2",
-                                                  "int:1", "int:2", "int:3"]
+    assert groups(inputs.choose(cands, ok)) == ["float32:r2", "float32:r1", "float32:r3", "float32:bcast",
+                                                  "float64:r2", "int:1", "int:2", "int:3"]
     # rank 0 only when no other rank runs; float64 may be the only float that runs
     ok = [c["group"] in ("float32:r0", "float64:r1") for c in cands]
     assert groups(inputs.choose(cands, ok)) == ["float32:r0", "float64:r1"]
@@ -303,3 +307,49 @@ def test_original_syntax_error_is_reported_without_running(tmp_path):
     assert _cv(str(bad), str(good), out=buf) == 2
     assert buf.getvalue().startswith("original fails: SyntaxError")
     assert callable(cli_verify) and not math.isnan(0.0)
+
+
+# ------------------------------------------------------------------ trees and notebooks
+def test_notebook_runs_its_code_cells_in_order_with_magics_masked():
+    from migrator.verify import trees
+
+    nb = {"cells": [
+        {"cell_type": "markdown", "source": ["# title"]},
+        {"cell_type": "code", "source": ["%matplotlib inline\n", "import tensorflow as tf\n"]},
+        {"cell_type": "code", "source": "files = !ls\nif True:\n    !echo hi\nx = 1\n"},
+        {"cell_type": "code", "source": "%%time\ny = undefined_in_python\n"},
+        {"cell_type": "code", "source": "z = x + 1"},
+    ]}
+    script = trees.notebook_script(json.dumps(nb))
+    compile(script.text, "nb.py", "exec")
+    lines = script.text.splitlines()
+    assert lines[1] == "pass  # tfgradmigrate: IPython magic" and lines[2] == "import tensorflow as tf"
+    assert "files = None  # tfgradmigrate: IPython magic" in lines and "    pass  # tfgradmigrate: IPython magic" in lines
+    assert "# y = undefined_in_python" in lines  # a cell magic's cell is not Python
+    assert script.locate(lines.index("z = x + 1") + 1) == "cell 4:1"
+    assert script.locate(3) == "cell 1:2"
+    with pytest.raises(trees.NotebookUnreadable):
+        trees.notebook_script("{not json")
+
+
+def test_folders_pair_files_by_relative_path(tmp_path):
+    from migrator.verify import trees
+
+    for side, files in {"o": {"a.py": "1", "pkg/b.py": "2", "same.py": "s", "gone.py": "g", "n.ipynb": "{}"},
+                        "m": {"a.py": "1b", "pkg/b.py": "2b", "same.py": "s", "new.py": "n", "n.ipynb": "{} "}}.items():
+        for rel, text in files.items():
+            (tmp_path / side / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / side / rel).write_text(text)
+    (tmp_path / "o" / ".git").mkdir()
+    (tmp_path / "o" / ".git" / "x.py").write_text("ignored")
+    p = trees.pair_trees(str(tmp_path / "o"), str(tmp_path / "m"))
+    assert [rel for rel, _, _ in p.pairs] == ["a.py", "n.ipynb", "pkg/b.py"]
+    assert p.only_original == ["gone.py"] and p.only_migrated == ["new.py"] and p.unchanged == 1
+
+
+def test_a_parameter_named_for_several_tensors_gets_a_list():
+    cands = inputs.infer_candidates([{"name": "variables", "has_default": False},
+                                     {"name": "x", "has_default": False}])
+    first = cands[0]["args"]
+    assert isinstance(first[0], list) and len(first[0]) == 2 and first[0][0].shape == (2, 2)
+    assert not np.allclose(first[0][0], first[0][1]) and isinstance(first[1], np.ndarray)

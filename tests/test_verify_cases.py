@@ -59,10 +59,31 @@ def test_correct_migration_matches_in_tf2(results, case, name):
 
 @pytest.mark.parametrize("case,name", WRONG)
 def test_wrong_migration_is_a_mismatch(results, case, name):
+    """Every wrong migration, the tool's own old outputs (wrong_oldtool.py) included, is rejected, and each
+    mismatch says what differs: both values, or the migrated side's failure."""
     r = results[(case, name)]
-    assert exit_code(r.checks) == 1
+    assert exit_code(r.checks) == 1, "\n".join(f"{c.status} {c.label}: {c.detail}" for c in r.checks)
     bad = [c for c in r.checks if c.status == "mismatch"]
-    assert bad and all("original" in c.detail and "migrated" in c.detail for c in bad)
+    assert bad and all(("original" in c.detail and "migrated" in c.detail)
+                       or c.detail.startswith(("migrated fails", "migrated raises", "TF2 eager: ", "inside tf.function: "))
+                       for c in bad)
+
+
+def test_the_required_wrong_migrations_are_fixtures():
+    """Issue 10: the old outputs for c20, c25, c26, c29, a rank-3 @ under a MatMul override, a mutated map."""
+    for case, name in [("c20_logits_from_caller", "wrong_oldtool.py"), ("c25_sources_list_parameter", "wrong_oldtool.py"),
+                       ("c26_py_func_inside_gradient", "wrong_oldtool.py"),
+                       ("c29_layer_dict_from_caller", "wrong_oldtool.py"),
+                       ("c30_matmul_override_rank3", "wrong_rank3.py"), ("c12_dorefa_two_keys", "wrong_mutated_map.py")]:
+        assert (case, name) in WRONG
+
+
+def test_rank3_matmul_is_caught_only_by_a_rank3_probe(results):
+    """The script multiplies matrices, so its gradients agree; the inferred rank-3 input shows the difference."""
+    r = results[("c30_matmul_override_rank3", "wrong_rank3.py")]
+    bad = [c for c in r.checks if c.status == "mismatch"]
+    assert [c.label for c in bad] == ["project(float32[2, 2, 2], float32[2, 2, 2])"]
+    assert [c.status for c in r.checks if c.kind == "gradient"] == ["match"]
 
 
 def test_function_mode_probes_with_the_programs_own_arguments(results):

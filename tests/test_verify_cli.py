@@ -113,3 +113,34 @@ def test_real_verify_of_a_script_and_a_notebook(tmp_path):
     assert "unverified" not in r.stderr.splitlines()[-1].split("verified in")[0]
     sites = [s for f in json.loads((tmp_path / "r.json").read_text())["files"] for s in f["sites"]]
     assert sites and all(s["verification"]["status"] == "match" for s in sites if s["status"] == "migrated")
+
+
+@pytest.mark.slow
+def test_real_verify_of_two_folders(tmp_path):
+    """Files paired by path (an unchanged one not run, one on one side noted), a notebook cell by cell."""
+    data = os.path.join(ROOT, "tests", "verify_data")
+    o, m = tmp_path / "o", tmp_path / "m"
+    for side, mul, grad in ((o, "before.py", "before.py"), (m, "after_eager.py", "wrong1.py")):
+        (side / "pkg").mkdir(parents=True)
+        (side / "pkg" / "mul.py").write_text(open(os.path.join(data, "c13_mul_operator_override", mul)).read())
+        (side / "g.py").write_text(open(os.path.join(data, "c08_grad_ys_graph_kwargs", grad)).read())
+        (side / "same.py").write_text("x = 1\n")
+    (o / "only_here.py").write_text("y = 2\n")
+    cells = {o: ["import tensorflow as tf\n", "x = tf.constant([1.0, 2.0])\ny = x * x * x\n",
+                 "g = tf.gradients(y, x)\n", "%time\nwith tf.Session() as s:\n    print(s.run(g))\n"],
+             m: ["import tensorflow as tf\n", "x = tf.constant([1.0, 2.0])\nwith tf.GradientTape() as tape:\n"
+                 "    tape.watch(x)\n    y = x * x * x\n", "g = [tape.gradient(y, x)]\n",
+                 "%time\nwith tf.Session() as s:\n    print(s.run(g))\n"]}
+    for side, cs in cells.items():
+        nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c}
+                        for c in cs], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (side / "n.ipynb").write_text(json.dumps(nb))
+    r = subprocess.run([sys.executable, "-m", "migrator.verify", "--json", "-j", "2", str(o), str(m)],
+                       capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=ROOT),
+                       timeout=900)
+    assert r.returncode == 1, r.stdout + r.stderr
+    data = json.loads(r.stdout)
+    assert {f["file"]: f["exit_code"] for f in data["files"]} == {"g.py": 1, "n.ipynb": 0, "pkg/mul.py": 0}
+    assert data["only_original"] == ["only_here.py"] and data["unchanged"] == 1
+    (nb_check,) = [c for f in data["files"] if f["file"] == "n.ipynb" for c in f["checks"]]
+    assert nb_check["original_cell"] == "cell 2:1" and nb_check["migrated_cell"] == "cell 2:1"

@@ -184,7 +184,8 @@ def probe_label(target, spec: dict) -> str:
         args += (", " if args else "") + ", ".join(f"{k}={argtree.describe(v)}" for k, v in spec["kwargs"].items())
     label = f"{target.name}{'()' if target.construct else ''}({args})"
     if spec.get("group") == "recorded":
-        label += f" [as called at line {spec['line']}]" if spec.get("line") else " [as called by the program]"
+        label += f" [as called at line {spec['line']}" if spec.get("line") else " [as called by the program"
+        label += ", variables as constants]" if spec.get("constants") else "]"
     return label
 
 

@@ -46,6 +46,8 @@ INT_NAME = re.compile(
     r"^(k|n|m|bits?|nbits?|num_?\w*|n_\w+|\w+_(bits|num|count|size|dim|len|steps)|bitwidth|bit_?width|depth|"
     r"axis|dim|size|count|steps|levels?|width|order|times|repeats?)$"
 )
+#: Parameter names that hold several tensors: they get a list of two arrays.
+LIST_NAME = re.compile(r"^(variables|vars|var_list|params|parameters|weights|tensors|xs|inputs|sources|tensor_list)$")
 # Smooth, well-separated values: no integers, half-integers or zeros nearby.
 _BASE = np.array([0.23, -0.63, 1.13, -1.33, 0.83, -0.27, 1.73, -0.17, 0.33, -1.13, 2.33, -0.73,
                   0.67, -1.77, 1.27, -0.23])
@@ -80,25 +82,37 @@ def made_up(shape, dtype, offset: int = 0):
     return (np.arange(n) % 2).reshape(shape).astype(dt)
 
 
+def _inferred_arg(param: dict, shape, offset: int, dtype="float32"):
+    if LIST_NAME.match(param["name"]):
+        return [smooth_values(shape, offset, dtype=dtype), smooth_values(shape, offset + 7, dtype=dtype)]
+    return smooth_values(shape, offset, dtype=dtype)
+
+
 def infer_candidates(params: list) -> list:
     """Candidate calls for a signature.
 
     ``params``: ``[{"name", "has_default", "annotation"}]`` for the positional
     parameters (self excluded).  Returns ``[{"args", "kwargs", "group"}]``:
     float candidates (groups ``float32:r2``, ``float64:r3``...), then
-    ``int:<value>`` ones.
+    ``int:<value>`` ones.  A parameter whose name says it holds several
+    tensors (``variables``, ``params``, ``xs``...) gets a list of two arrays.
     """
     required = [p for p in params if not p["has_default"]]
     cands = []
     for dtype in FLOAT_DTYPES:
         for shape in SHAPES:
-            args = [smooth_values(shape, i, dtype=dtype) for i, _ in enumerate(required)]
+            args = [_inferred_arg(p, shape, i, dtype) for i, p in enumerate(required)]
             cands.append({"args": args, "kwargs": {}, "group": f"{dtype}:r{len(shape)}"})
+    if len(required) > 1:
+        # the first argument a matrix, the others scalars: broadcasting (``x * alpha``) shows gradients
+        # that are not summed back to an argument's shape, or that are swapped between arguments
+        args = [_inferred_arg(p, SHAPES[0] if i == 0 else (), i) for i, p in enumerate(required)]
+        cands.append({"args": args, "kwargs": {}, "group": "float32:bcast"})
     ints = [i for i, p in enumerate(required) if looks_int(p["name"], p.get("annotation"))]
     if ints:
         for value in SMALL_INTS:
             for shape in (SHAPES[0], SHAPES[1], SHAPES[4]):
-                args = [value if i in ints else smooth_values(shape, i) for i, _ in enumerate(required)]
+                args = [value if i in ints else _inferred_arg(p, shape, i) for i, p in enumerate(required)]
                 cands.append({"args": args, "kwargs": {}, "group": f"int:{value}"})
     return cands
 
@@ -108,8 +122,8 @@ def choose(candidates: list, ok: list, extra_only: bool = False) -> list:
 
     Recorded and configured candidates that ran are all kept.  Of the
     inferred ones: the first that works for rank 2, 1 and 3 in float32
-    (rank 0 only when none of those works), the first float64 one, and one
-    per small int value.  With ``extra_only`` (the target already has
+    (rank 0 only when none of those works), the broadcast one (a matrix and
+    scalars), the first float64 one, and one per small int value.  With ``extra_only`` (the target already has
     recorded or configured inputs) only the variation is added: the first
     rank-3 float32 candidate and the first float64 one.
     """
@@ -120,7 +134,8 @@ def choose(candidates: list, ok: list, extra_only: bool = False) -> list:
         g = cand["group"]
         if good and g not in first:
             first[g] = i
-    wanted = ["float32:r3"] if extra_only else [g for g in FLOAT_GROUPS[:3] if g in first] or ["float32:r0"]
+    wanted = ["float32:r3"] if extra_only else \
+        ([g for g in FLOAT_GROUPS[:3] if g in first] or ["float32:r0"]) + ["float32:bcast"]
     chosen = [first[g] for g in wanted if g in first]
     f64 = [first[g] for g in first if g.startswith("float64:")]
     if f64:

@@ -274,9 +274,15 @@ class InputRecorder:
                 if sig in seen:
                     continue
                 seen.add(sig)
-                out.append({"id": f"{name}@{len(seen) - 1}", "target": name, "args": conc_args,
-                            "kwargs": conc_kwargs, "group": "recorded", "line": line,
-                            "construct": self.targets[name] == "class"})
+                k = len(seen) - 1
+                spec = {"id": f"{name}@{k}", "target": name, "args": conc_args, "kwargs": conc_kwargs,
+                        "group": "recorded", "line": line, "construct": self.targets[name] == "class"}
+                out.append(spec)
+                if any(isinstance(x, argtree.Var) for x in argtree.flatten((conc_args, conc_kwargs))):
+                    # The same call with its variables passed as constant tensors: a tape watches trainable
+                    # variables by itself, but a tensor only when told, so this shows a missing tape.watch.
+                    out.append(dict(spec, id=f"{name}@{k}~const", args=_constants(conc_args),
+                                    kwargs=_constants(conc_kwargs), constants=True))
                 if len(seen) >= MAX_RECORDED_CALLS:
                     break
         return out
@@ -290,6 +296,11 @@ class _Pending:
     slot: object  # record._Component or None
     kind: str
     trainable: bool
+
+
+def _constants(tree):
+    leaves = argtree.flatten(tree)
+    return argtree.rebuild(tree, [argtree.Tensor(x.value) if isinstance(x, argtree.Var) else x for x in leaves])
 
 
 def _concrete(x, offset: int):
