@@ -323,3 +323,21 @@ def test_random_ops_draw_the_same_numbers_on_both_sides(tmp_path):
     assert [(c.label, c.status) for c in r.checks] == [
         ("noisy(float32[2, 2])", "match"), ("noisy(float32[3])", "match"), ("noisy(float32[2, 2, 2])", "match")]
     assert all(c.mode.endswith("tf2-eager+tf.function") for c in r.checks)
+
+
+def test_a_migration_that_kills_the_process_is_a_mismatch_and_later_files_are_unverified(tmp_path):
+    """Files share a child process: the one that crashes it is rejected, the ones after it were not run."""
+    case = os.path.join(DATA, "c13_mul_operator_override")
+    good = open(os.path.join(case, "after_eager.py")).read()
+    crash = tmp_path / "crash.py"
+    crash.write_text(good.replace("def f(a, b):", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n\n\n"
+                                                 "def f(a, b):"))
+    from migrator.verify.engine import verify_variants
+
+    first, crashed, after = verify_variants(os.path.join(case, "before.py"),
+                                            [os.path.join(case, "after_eager.py"), str(crash),
+                                             os.path.join(case, "after_eager.py")])
+    assert exit_code(first.checks) == 0
+    assert exit_code(crashed.checks) == 1 and "crashed" in crashed.checks[0].detail
+    assert exit_code(after.checks) == 3
+    assert all(c.status == "unverified" and "not run" in c.detail for c in after.checks)

@@ -27,6 +27,10 @@ NEEDS_GRAPH = re.compile(
 )
 
 
+#: A migrated-side failure that says nothing about the migration: it ran out of time, or never ran.
+INCONCLUSIVE = re.compile(r"timed out|not run:")
+
+
 @dataclass
 class Check:
     """One compared value: a gradient record pair, a function probe, or a run."""
@@ -123,7 +127,7 @@ def record_checks(old_recs, new_recs, mode: str, new_fail: Optional[str], rtol, 
                     file=file)
         if b is None:
             if new_fail:
-                chk.status = MISMATCH if "timed out" not in new_fail else UNVERIFIED
+                chk.status = UNVERIFIED if INCONCLUSIVE.match(new_fail) else MISMATCH
                 chk.detail = f"migrated fails before computing it: {new_fail}"
             else:
                 chk.detail = "only the original computed this gradient"
@@ -205,7 +209,7 @@ def probe_checks(targets, chosen, old_probes, new_res, new_fail, changed, rtol, 
                     line=target.line, new_line=target.new_line, target=target.name)
         if b is None:
             chk.detail = f"migrated side did not run the probe ({new_fail or 'no result'})"
-            if new_fail and "timed out" not in new_fail:
+            if new_fail and not INCONCLUSIVE.match(new_fail):
                 chk.status, chk.detail = MISMATCH, f"migrated fails: {new_fail}"
         elif not b.get("ok"):
             why = needs_graph(b, changed, unbound)
@@ -251,5 +255,5 @@ def fill(chk: Check, a: dict, variants: list, rtol, atol) -> None:
     chk.detail = f"{len(a.get('fwd', []))} output(s), VJP w.r.t. {len(a.get('grads', []))} argument(s)"
 
 
-__all__ = ["Check", "MATCH", "MISMATCH", "UNVERIFIED", "TF1", "TF1_RESOURCE", "TF2", "align_records",
+__all__ = ["Check", "INCONCLUSIVE", "MATCH", "MISMATCH", "UNVERIFIED", "TF1", "TF1_RESOURCE", "TF2", "align_records",
            "compare_record", "fill", "needs_graph", "probe_checks", "record_checks"]

@@ -34,6 +34,7 @@ from migrator.verify.checks import (
     TF1,
     TF1_RESOURCE,
     TF2,
+    INCONCLUSIVE,
     UNVERIFIED,
     Check,
     needs_graph,
@@ -124,10 +125,17 @@ class _Child:
         return items[i] if i < len(items) else None
 
     def failure(self, i: int, timeout: float) -> Optional[str]:
-        """Why there is no usable result for file i (crash, timeout, harness error), else None."""
+        """Why there is no usable result for file i (crash, timeout, harness error), else None.
+
+        When the process died, the file it was running gets the crash; the files after it were not run
+        (an inconclusive failure, like a timeout: see checks.INCONCLUSIVE).
+        """
         res = self.variant(i)
         if (res or {}).get("timed_out") or (self.timed_out and res is None):
             return f"timed out after {timeout:g} s"
+        done = len((self.result or {}).get("variants") or [])
+        if res is None and i > done:
+            return "not run: the verifier's process died on an earlier file"
         if res is None:
             if self.result and self.result.get("harness_error"):
                 return f"verifier harness failed: {self.result['harness_error']}"
@@ -351,7 +359,7 @@ def _checks(v: _Variant, old_res: dict, tf2: tuple, tf1: Optional[tuple], timeou
                                       script_fail, rtol, atol)
     notes += rec_notes
     if script_fail:
-        status = UNVERIFIED if "timed out" in script_fail else MISMATCH
+        status = UNVERIFIED if INCONCLUSIVE.match(script_fail) else MISMATCH
         checks.append(Check("migrated file run", "run", status, script_mode, detail=f"migrated fails: {script_fail}",
                             new_line=script_res.get("error_line")))
     # function mode: always TF2, eager and tf.function

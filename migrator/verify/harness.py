@@ -222,7 +222,7 @@ def _run_variant(tf, mode: str, side: str, variant: dict, recorder, request: dic
     return out
 
 
-def run(request: dict) -> dict:
+def run(request: dict, out_path=None) -> dict:
     mode = request["mode"]
     side = request.get("side", "original")
     tf = _setup_tf(mode)
@@ -273,6 +273,8 @@ def run(request: dict) -> dict:
         results.append(res)
         if side == "original" and variant.get("inputs_out"):
             _publish(variant["inputs_out"], res.get("chosen", []))
+        if out_path:  # so far: if a later file kills the process, the files before it keep their results
+            _publish(out_path, {"mode": mode, "variants": results})
     return {"mode": mode, "variants": results}
 
 
@@ -284,10 +286,10 @@ def _timed_out(signum, frame):
     raise _TimedOut()
 
 
-def _publish(path: str, chosen: list) -> None:
+def _publish(path: str, data) -> None:
     tmp = path + ".tmp"
     with open(tmp, "wb") as fh:
-        pickle.dump(chosen, fh, protocol=4)
+        pickle.dump(data, fh, protocol=4)
     os.replace(tmp, path)
 
 
@@ -297,20 +299,20 @@ def main(argv=None) -> int:
     with open(req_path, "rb") as fh:
         request = pickle.load(fh)
     try:
-        result = run(request)
+        result = run(request, out_path)
     except BaseException as exc:  # noqa: BLE001 - report harness failures, never hang
         import traceback
 
         result = {"mode": request.get("mode"), "harness_error": loader.short_error(exc),
                   "traceback": traceback.format_exc()[-3000:], "variants": []}
+        if os.path.exists(out_path):
+            with open(out_path, "rb") as fh:
+                result["variants"] = pickle.load(fh).get("variants", [])
     finally:
         for variant in request.get("variants") or ():
             if variant.get("inputs_out") and not os.path.exists(variant["inputs_out"]):
                 _publish(variant["inputs_out"], [])
-    tmp = out_path + ".tmp"
-    with open(tmp, "wb") as fh:
-        pickle.dump(result, fh, protocol=4)
-    os.replace(tmp, out_path)
+    _publish(out_path, result)
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown: TF's atexit hooks are slow and can crash.

@@ -8,8 +8,10 @@ with two aids, both reported:
 
 * **v1 names**: a name that TF2 removed from ``tf`` (or ``tf.nn``,
   ``tf.train``, ...) but keeps in ``tf.compat.v1`` resolves there, the way
-  ``tf_upgrade_v2`` would rename it.  The behaviour stays TF2's: eager
-  execution, resource variables.  Every such name the file uses is listed.
+  ``tf_upgrade_v2`` would rename it; so does a call with the v1 signature
+  of a function whose signature changed (``tf.name_scope(name, default,
+  values)``).  The behaviour stays TF2's: eager execution, resource
+  variables.  Every such name the file uses is listed.
 * **Session shim**: ``Session.run`` of eager values returns their numpy
   values, so a script that only uses a Session to fetch results runs
   eagerly.  Feeds, fetches by name and graph-only APIs raise an error that
@@ -42,6 +44,7 @@ class V1Names:
     def install(self, tf) -> None:
         v1 = tf.compat.v1
         self._hook(tf, v1, "tf")
+        self._v1_signature(tf, "name_scope", lambda args, kwargs: len(args) > 1 or {"default_name", "values"} & set(kwargs))
         for name in SUBMODULES:
             sub, twin = getattr(tf, name, None), getattr(v1, name, None)
             if isinstance(sub, types.ModuleType) and isinstance(twin, types.ModuleType) and sub is not twin:
@@ -67,6 +70,23 @@ class V1Names:
             return value
 
         module.__getattr__ = __getattr__
+
+    def _v1_signature(self, module, attr: str, is_v1) -> None:
+        """``module.attr`` called the v1 way goes to ``tf.compat.v1.attr`` (tf_upgrade_v2's rewrite)."""
+        import tensorflow as tf
+
+        v2, v1 = getattr(module, attr), getattr(tf.compat.v1, attr)
+        names = self
+
+        def dispatch(*args, **kwargs):
+            if is_v1(args, kwargs):
+                names._note(f"tf.{attr} (v1 signature)")
+                return v1(*args, **kwargs)
+            return v2(*args, **kwargs)
+
+        dispatch.__name__ = dispatch.__qualname__ = attr
+        dispatch.__doc__ = getattr(v2, "__doc__", None)
+        setattr(module, attr, dispatch)
 
     def _note(self, name: str) -> None:
         f = sys._getframe(2)
