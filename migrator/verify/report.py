@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -28,15 +29,22 @@ def _num(x) -> str:
     return "-" if x is None else f"{x:.3g}"
 
 
+def _cells(text: str, staged, side: str) -> str:
+    """Script line numbers in a notebook's labels and notes, as ``cell N:L``."""
+    if staged is None or staged.old_cells is None:
+        return text
+    return re.sub(r"\bline (\d+)", lambda m: staged.where(int(m.group(1)), side), text)
+
+
 def format_check(c: Check, staged=None) -> str:
     if staged is not None:
         where = f"{staged.where(c.line, 'original')} -> {staged.where(c.new_line, 'migrated')}"
     else:
         where = f"L{c.line or '?'} -> L{c.new_line or '?'}"
-    head = f"{c.status.upper():<10} {where:<13} {c.label}"
+    head = f"{c.status.upper():<10} {where:<13} {_cells(c.label, staged, 'original')}"
     if c.status == MATCH:
         return f"{head}  [{c.mode}]  max abs err {_num(c.max_abs_err)}, max rel err {_num(c.max_rel_err)}"
-    return f"{head}  [{c.mode}]  {c.detail}"
+    return f"{head}  [{_cells(c.mode, staged, 'migrated')}]  {_cells(c.detail, staged, 'migrated')}"
 
 
 def exit_code(checks: list) -> int:
@@ -171,7 +179,7 @@ def _print_text(files, pairing, every, code, seconds, tree, out) -> None:
         for c in f["checks"]:
             print(indent + format_check(c, f.get("staged")), file=out)
         for s in f["skipped"]:
-            print(f"{indent}note: {s}", file=out)
+            print(f"{indent}note: {_cells(s, f.get('staged'), 'migrated')}", file=out)
     if tree:
         for rel in pairing.only_original:
             print(f"note: {rel}: only in the original tree", file=out)
