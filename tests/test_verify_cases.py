@@ -25,6 +25,8 @@ from migrator.model import Site  # noqa: E402
 from migrator.verify import cli_verify, verify_files  # noqa: E402
 from migrator.verify.report import exit_code  # noqa: E402
 
+pytestmark = pytest.mark.slow  # TensorFlow in child processes: minutes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = verify_batch.DATA
 CASES = verify_batch.hand_cases()
