@@ -20,7 +20,7 @@ from migrator import __version__, config, files, output, reports, runner
 from migrator.model import MANUAL, FileResult
 from migrator.pipeline import Options
 
-EXIT_OK, EXIT_CHANGED, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 123
+EXIT_OK, EXIT_CHANGED, EXIT_USAGE, EXIT_UNVERIFIED, EXIT_ERROR = 0, 1, 2, 3, 123
 PROGRESS_THRESHOLD = 200
 STDIN = "-"
 
@@ -28,8 +28,10 @@ EPILOG = """\b
 Subcommand:
   tfgradmigrate verify ORIGINAL MIGRATED   check a migration numerically
 \b
-Exit codes: 0 nothing to change, 1 changed / would change / manual sites,
-2 usage or config error, 123 some file could not be read or parsed.
+Exit codes: 0 nothing to change, 1 changed / would change / manual sites
+(or, with --verify, a site whose verification found a mismatch), 2 usage or
+config error, 3 with --verify --strict: some migrated site is unverified,
+123 some file could not be read or parsed.
 A manual site is acknowledged by a `# tfgradmigrate: ignore[TFG1xx]` comment.
 """
 
@@ -70,6 +72,7 @@ def _fail_usage(message: str) -> None:
 @click.option("--stdin-filename", metavar="PATH", help="The name of the file read from standard input (`-`), for messages, config and excludes.")
 @click.option("--annotate/--no-annotate", default=None, help="Add a TODO comment above each manual site.")
 @click.option("--verify/--no-verify", "verify", default=None, help="Verify every migrated site numerically.")
+@click.option("--strict", is_flag=True, help="With --verify: exit 3 when a migrated site is unverified.")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe_fixes", default=None,
               help="Also apply rewrites that are right only under an assumption; reports name it.")
 @click.option("--select", metavar="NAMES", help="Comma-separated rewrite plugins to run (default: all).")
@@ -82,7 +85,7 @@ def _fail_usage(message: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no per-file messages; errors only.")
 @click.version_option(__version__, prog_name="tfgradmigrate")
 def migrate_command(paths, diff, check, report_paths, output_format, statistics, exit_zero, jobs, exclude,
-                    force_exclude, respect_gitignore, stdin_filename, annotate, verify, unsafe_fixes, select,
+                    force_exclude, respect_gitignore, stdin_filename, annotate, verify, strict, unsafe_fixes, select,
                     rtol, atol, timeout, config_path, color, quiet):
     """Migrate TensorFlow 1 gradient code under PATH... to TF2, in place.
 
@@ -143,12 +146,15 @@ def migrate_command(paths, diff, check, report_paths, output_format, statistics,
         found = files.discover(paths, filters=filters)
         result = _run(found.files, run_opts, quiet)
         result.results += [FileResult(p, error=f"{p}:1:1: {msg}") for p, msg in found.errors]
+    verify_seconds = None
     if verify:
         # standard input is not on disk: the verifier works on copies, as in a dry run
-        runner.attach_verification(result.results, runner.CHECK if use_stdin else mode, rtol if rtol is not None else cfg.get("rtol"),
-                                   atol if atol is not None else cfg.get("atol"),
-                                   timeout if timeout is not None else cfg.get("timeout"), jobs)
+        verify_seconds = runner.attach_verification(
+            result.results, runner.CHECK if use_stdin else mode, rtol if rtol is not None else cfg.get("rtol"),
+            atol if atol is not None else cfg.get("atol"), timeout if timeout is not None else cfg.get("timeout"), jobs)
     summary = result.summary(mode)
+    if verify_seconds is not None:
+        summary["verification"] = dict(runner.verification_counts(result.results), seconds=round(verify_seconds, 3))
     if output_format == "text":
         _print_results(result.results, mode, use_colour(color), quiet or statistics)
         if statistics:
@@ -165,7 +171,7 @@ def migrate_command(paths, diff, check, report_paths, output_format, statistics,
             report_failed = True
     if not quiet:
         click.echo(_summary_line(summary), err=True)
-    sys.exit(EXIT_USAGE if report_failed else exit_code(result.results, exit_zero))
+    sys.exit(EXIT_USAGE if report_failed else exit_code(result.results, exit_zero, strict=strict and verify))
 
 
 def _report_problem(path: str) -> Optional[str]:
@@ -202,12 +208,16 @@ def _selected(select: Optional[str], configured: Optional[list], where: Optional
     return names
 
 
-def exit_code(results: list[FileResult], exit_zero: bool = False) -> int:
+def exit_code(results: list[FileResult], exit_zero: bool = False, strict: bool = False) -> int:
     if any(r.error for r in results):
         return EXIT_ERROR
     if exit_zero:
         return EXIT_OK
-    if any(r.changed or r.manual for r in results) or runner.verification_failed(results):
+    if runner.verification_failed(results):
+        return EXIT_CHANGED
+    if strict and runner.verification_counts(results)["unverified"]:
+        return EXIT_UNVERIFIED
+    if any(r.changed or r.manual for r in results):
         return EXIT_CHANGED
     return EXIT_OK
 
@@ -257,9 +267,8 @@ def _print_results(results: list[FileResult], mode: str, color: Optional[bool], 
         for s in r.sites:
             if s.status == MANUAL and not quiet:
                 click.echo(f"{reports.position(r, s)}: {s.code} manual {s.kind}: {reports.site_reason(s)}", err=True)
-            elif s.verification and s.verification.get("status") in runner.FAILED_VERIFICATION:
-                click.echo(f"{reports.position(r, s)}: {s.code} verification {s.verification['status']}: "
-                           f"{s.verification.get('detail') or s.verification.get('reason', '')}", err=True)
+            elif s.verification and (not quiet or s.verification.get("status") in runner.FAILED_VERIFICATION):
+                click.echo(f"{reports.position(r, s)}: {s.code} {_verdict(s.verification)}", err=True)
             elif s.unsafe and not quiet:
                 click.echo(f"{reports.position(r, s)}: {s.code} unsafe fix: assumes {'; '.join(s.assumptions)}",
                            err=True)
@@ -271,6 +280,16 @@ def _print_results(results: list[FileResult], mode: str, color: Optional[bool], 
             click.echo(f"would change: {r.path}")
         elif mode == runner.WRITE and not quiet:
             click.echo(f"migrated: {r.path}", err=True)
+
+
+def _verdict(v: dict) -> str:
+    """One verdict in words: match (mode, error), mismatch (where), unverified (why)."""
+    status = v.get("status", "unverified")
+    detail = v.get("detail") or v.get("reason") or ""
+    if status == "match":
+        err = v.get("max_abs_err")
+        return f"verification match [{v.get('mode', '-')}]" + (f" max abs err {err:.3g}" if err is not None else "")
+    return f"verification {status}: {detail}"
 
 
 def unified_diff(r: FileResult) -> str:
@@ -315,30 +334,54 @@ def _summary_line(s: dict) -> str:
     if s.get("sites_ignored"):
         parts.append(f"{s['sites_ignored']} ignored")
     parts.append(_plural(s["errors"], "error"))
-    return f"tfgradmigrate: {', '.join(parts)} in {s['seconds']:.2f}s"
+    line = f"tfgradmigrate: {', '.join(parts)} in {s['seconds']:.2f}s"
+    v = s.get("verification")
+    if v is not None:
+        line += (f"; verified in {v['seconds']:.2f}s: {v['match']} match, {v['mismatch']} mismatch, "
+                 f"{v['unverified']} unverified")
+    return line
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("original", type=click.Path(exists=True, dir_okay=False))
-@click.argument("migrated", type=click.Path(exists=True, dir_okay=False))
+VERIFY_EPILOG = """\b
+Exit codes: 0 every check matched, 1 some mismatch (a migrated program that
+crashes included), 3 no mismatch but something unverified or nothing
+compared, 2 usage error, or the original fails on its own.
+"""
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]}, epilog=VERIFY_EPILOG)
+@click.argument("original", type=click.Path(exists=True))
+@click.argument("migrated", type=click.Path(exists=True))
+@click.option("--run", "run_command", metavar="CMD",
+              help='Run CMD (e.g. "pytest tests/") in the ORIGINAL tree under TF1 semantics and in the MIGRATED '
+                   "tree under TF2; compare the outcomes test by test and the gradients at each site.")
 @click.option("--json", "json_output", is_flag=True, help="Print the verdict as JSON.")
 @click.option("--rtol", type=float, help="Relative tolerance.")
 @click.option("--atol", type=float, help="Absolute tolerance.")
 @click.option("--timeout", type=float, help="Seconds per run of each program.")
-def verify_command(original, migrated, json_output, rtol, atol, timeout):
-    """Check that MIGRATED computes the same values and gradients as ORIGINAL."""
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Files verified side by side (folders).")
+def verify_command(original, migrated, run_command, json_output, rtol, atol, timeout, jobs):
+    """Check that MIGRATED computes the same values and gradients as ORIGINAL.
+
+    ORIGINAL and MIGRATED are two files (.py or .ipynb) or two folders, whose
+    files are paired by relative path.
+    """
     try:
         cfg = config.load(config.find_pyproject([migrated]))
     except config.ConfigError as e:
         _fail_usage(str(e))
     try:
-        from migrator.verify import cli_verify
+        from migrator.verify import INSTALL_HINT, cli_verify, tensorflow_available
     except ImportError as e:
         _fail_usage(f"the verifier is not available: {e}")
+    if not tensorflow_available():
+        click.echo(f"tfgradmigrate verify needs TensorFlow, which is not installed: {INSTALL_HINT}", err=True)
+        sys.exit(EXIT_USAGE)
     rtol = rtol if rtol is not None else cfg.get("rtol")
     atol = atol if atol is not None else cfg.get("atol")
     timeout = timeout if timeout is not None else cfg.get("timeout")
-    sys.exit(cli_verify(original, migrated, json_output, rtol, atol, timeout))
+    extra = {k: v for k, v in (("run", run_command), ("jobs", jobs)) if v is not None}
+    sys.exit(cli_verify(original, migrated, json_output, rtol, atol, timeout, **extra))
 
 
 def main(argv=None):

@@ -22,7 +22,8 @@ from typing import Optional
 from migrator.files import FileError
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, OVERRIDE_MAP, TF_GRADIENTS, Site
 
-_MARKER = "# tfgradmigrate-cell-{}"
+CELL_MARKER = "# tfgradmigrate-cell-"  # the comment that opens each cell in the joined module
+_MARKER = CELL_MARKER + "{}"
 _PLACEHOLDER = "__tfgradmigrate_magic_{}__"
 #: cell magics whose body is Python (black's list)
 PYTHON_CELL_MAGICS = frozenset({"capture", "prun", "pypy", "python", "python3", "time", "timeit"})

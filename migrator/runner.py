@@ -274,28 +274,28 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def attach_verification(results: list[FileResult], mode: str, rtol=None, atol=None, timeout=None, jobs: int = 1) -> None:
-    """Fill ``Site.verification`` for the migrated sites of changed files.
+def attach_verification(results: list[FileResult], mode: str, rtol=None, atol=None, timeout=None,
+                        jobs: int = 1) -> float:
+    """Fill ``Site.verification`` for the migrated sites of changed files; returns the seconds it took.
 
     Needs ``original``/``migrated`` text (``keep_text``).  The verifier lives
-    in :mod:`migrator.verify`; when it is missing or fails, sites are marked
-    unverified rather than failing the run.
+    in :mod:`migrator.verify`; when it or TensorFlow is missing, or it fails,
+    sites are marked unverified (with the reason) rather than failing the run.
     """
+    started = time.monotonic()
     todo = [r for r in results if r.changed and r.original is not None and any(s.migrated for s in r.sites)]
     if not todo:
-        return
-    for r in todo:
-        if is_notebook(r.path):
-            _mark(r, "notebooks are not verified")
-    todo = [r for r in todo if not is_notebook(r.path)]
-    if not todo:
-        return
+        return 0.0
     try:
-        from migrator.verify import verify_files
+        from migrator.verify import INSTALL_HINT, tensorflow_available, verify_files
     except Exception as e:  # noqa: BLE001 - the verifier is optional
         for r in todo:
             _mark(r, f"verifier not available ({type(e).__name__})")
-        return
+        return time.monotonic() - started
+    if not tensorflow_available():
+        for r in todo:
+            _mark(r, f"TensorFlow is not installed ({INSTALL_HINT})")
+        return time.monotonic() - started
     with tempfile.TemporaryDirectory(prefix="tfgradmigrate-verify-") as tmp:
         pairs = []
         for i, r in enumerate(todo):
@@ -313,12 +313,13 @@ def attach_verification(results: list[FileResult], mode: str, rtol=None, atol=No
         except Exception as e:  # noqa: BLE001
             for r in todo:
                 _mark(r, f"verifier failed: {type(e).__name__}: {e}")
-            return
+            return time.monotonic() - started
     for r, per_file in zip(todo, verdicts or []):
         for site, verdict in zip(r.sites, per_file or []):
             if isinstance(verdict, dict):
                 site.verification = verdict
         _mark(r, "the verifier gave no verdict for this site")
+    return time.monotonic() - started
 
 
 def _mark(result: FileResult, reason: str) -> None:
@@ -334,3 +335,16 @@ def verification_failed(results: list[FileResult]) -> bool:
     return any(
         (s.verification or {}).get("status") in FAILED_VERIFICATION for r in results for s in r.sites
     )
+
+
+def verification_counts(results: list[FileResult]) -> dict:
+    """Migrated sites by verdict: match, mismatch, unverified ("nothing compared" is unverified)."""
+    out = {"match": 0, "mismatch": 0, "unverified": 0}
+    for r in results:
+        for s in r.sites:
+            if s.verification is None:
+                continue
+            status = s.verification.get("status")
+            key = "mismatch" if status in FAILED_VERIFICATION else "match" if status == "match" else "unverified"
+            out[key] += 1
+    return out

@@ -275,7 +275,7 @@ def test_a_worker_that_dies_is_that_files_error(tree, monkeypatch):
     assert (tree / "pkg" / "b.py").read_text() != SAMPLE
 
 
-def fake_verify_module(monkeypatch, status="verified", exit_code=0):
+def fake_verify_module(monkeypatch, status="match", exit_code=0):
     mod = types.ModuleType("migrator.verify")
     calls = []
 
@@ -286,11 +286,12 @@ def fake_verify_module(monkeypatch, status="verified", exit_code=0):
             assert open(orig).read() == SAMPLE and open(new).read() == MIGRATED
         return [[{"status": status} for _ in sites] for _, _, sites in pairs]
 
-    def cli_verify(original, migrated, json_output, rtol, atol, timeout):
-        calls.append((original, migrated, json_output, rtol, atol, timeout))
+    def cli_verify(original, migrated, json_output, rtol, atol, timeout, **options):
+        calls.append((original, migrated, json_output, rtol, atol, timeout) + ((options,) if options else ()))
         return exit_code
 
     mod.verify_files, mod.cli_verify = verify_files, cli_verify
+    mod.tensorflow_available, mod.INSTALL_HINT = (lambda: True), "pip install 'tfgradmigrate[verify]'"
     monkeypatch.setitem(sys.modules, "migrator.verify", mod)
     return calls
 
@@ -300,7 +301,7 @@ def test_verify_flag_attaches_verdicts(tree, monkeypatch):
     r = run_cli("--verify", "--rtol", "0.01", "--diff", "--report", tree / "r.json", tree / "pkg" / "a.py")
     assert r.exit_code == 1
     site = json.loads((tree / "r.json").read_text())["files"][0]["sites"][0]
-    assert site["verification"] == {"status": "verified"}
+    assert site["verification"] == {"status": "match"}
     assert calls[0][1] == 0.01
 
 

@@ -1,6 +1,7 @@
 """Verifier units that need no TensorFlow: comparison, inputs, analysis, import cost."""
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -12,8 +13,10 @@ import pytest
 
 from migrator.verify import analysis, inputs
 from migrator.verify.compare import compare_lists, compare_values, tolerances
-from migrator.verify.engine import Check, PairResult, site_verifications
+from migrator.verify.checks import Check, needs_graph
+from migrator.verify.engine import PairResult
 from migrator.verify.report import exit_code, format_check
+from migrator.verify.sites import site_verifications
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -87,26 +90,41 @@ def test_each_argument_gets_different_values():
     assert not np.allclose(a, b)
 
 
-def test_candidates_floats_first_then_small_ints_for_int_looking_names():
+def test_candidates_vary_rank_and_dtype_then_small_ints_for_int_looking_names():
     params = [{"name": "x", "has_default": False, "annotation": None},
               {"name": "k", "has_default": False, "annotation": None},
               {"name": "scale", "has_default": True, "annotation": None}]
     cands = inputs.infer_candidates(params)
-    assert cands[0]["group"] == "float" and len(cands[0]["args"]) == 2  # the default is kept
-    assert cands[0]["args"][0].dtype == np.float32 and cands[0]["args"][0].shape == inputs.SHAPES[0]
+    assert cands[0]["group"] == "float32:r2" and len(cands[0]["args"]) == 2  # the default is kept
+    floats = [c for c in cands if c["group"].startswith("float")]
+    (bcast,) = [c for c in floats if c["group"] == "float32:bcast"]  # x * alpha: a matrix and a scalar
+    assert bcast["args"][0].shape == (2, 2) and bcast["args"][1].shape == ()
+    floats = [c for c in floats if c is not bcast]
+    assert {c["args"][0].ndim for c in floats} == {0, 1, 2, 3}
+    assert {c["args"][0].dtype for c in floats} == {np.dtype(np.float32), np.dtype(np.float64)}
+    assert all(c["args"][0].dtype.name == c["group"].split(":")[0] and c["group"].endswith(f"r{c['args'][0].ndim}")
+               for c in floats)
     ints = [c for c in cands if c["group"].startswith("int:")]
     assert ints and all(isinstance(c["args"][1], int) and isinstance(c["args"][0], np.ndarray) for c in ints)
     assert {c["args"][1] for c in ints} == set(inputs.SMALL_INTS)
-    assert not [c for c in inputs.infer_candidates(params[:1]) if c["group"] != "float"]
+    assert not [c for c in inputs.infer_candidates(params[:1]) if c["group"].startswith("int:")]
 
 
-def test_choose_takes_the_first_working_float_and_one_per_int_value():
+def test_choose_one_per_rank_one_float64_and_one_per_int_value():
     cands = inputs.infer_candidates([{"name": "x", "has_default": False}, {"name": "bits", "has_default": False}])
-    ok = [c["group"] != "float" for c in cands]
-    chosen = inputs.choose(cands, ok)
-    assert [cands[i]["group"] for i in chosen] == ["int:1", "int:2", "int:3"]
+    groups = lambda idx: [cands[i]["group"] for i in idx]  # noqa: E731
+    ok = [c["group"].startswith("int:") for c in cands]  # floats alone fail: an int is needed
+    assert groups(inputs.choose(cands, ok)) == ["int:1", "int:2", "int:3"]
     ok = [True] * len(cands)
-    assert [cands[i]["group"] for i in inputs.choose(cands, ok)] == ["float", "int:1", "int:2"]
+    assert groups(inputs.choose(cands, ok)) == ["float32:r2", "float32:r1", "float32:r3", "float32:bcast",
+                                                  "float64:r2", "int:1", "int:2", "int:3"]
+    # rank 0 only when no other rank runs; float64 may be the only float that runs
+    ok = [c["group"] in ("float32:r0", "float64:r1") for c in cands]
+    assert groups(inputs.choose(cands, ok)) == ["float32:r0", "float64:r1"]
+    # with inputs recorded from the program, inferred ones add only the rank and dtype variation
+    both = [{"args": [np.ones(3, np.float32), 2], "kwargs": {}, "group": "recorded"}] + cands
+    chosen = inputs.choose(both, [True] * len(both))
+    assert [both[i]["group"] for i in chosen] == ["recorded", "float32:r3", "float64:r2"]
 
 
 def test_pyproject_config_by_module_and_function(tmp_path):
@@ -173,10 +191,13 @@ flip = Builder()
 
 def test_probe_targets_contain_or_reach_the_change():
     targets = {t.name: t for t in analysis.probe_targets(BEFORE, AFTER)}
-    # not _g (a gradient function), not untouched; the callable class with a no-argument constructor too
-    assert set(targets) == {"core", "user", "flip", "Builder"}
-    assert targets["Builder"].construct and not targets["flip"].construct
+    # not _g (a gradient function), not untouched; Builder through its instance, as the file uses it
+    assert set(targets) == {"core", "user", "flip"}
+    assert targets["flip"].kind == "instance" and not targets["flip"].construct
     assert [p["name"] for p in targets["flip"].params] == ["x", "l"]  # self dropped
+    alone = {t.name: t for t in analysis.probe_targets(BEFORE.replace("flip = Builder()\n", ""),
+                                                       AFTER.replace("flip = Builder()\n", ""))}
+    assert alone["Builder"].construct and alone["Builder"].kind == "class"  # no-argument constructor
     assert [p["has_default"] for p in targets["user"].params] == [False, False, True]
 
 
@@ -188,13 +209,21 @@ def test_functions_whose_signature_changed_or_registered_by_call_are_not_probed(
     assert analysis.probe_targets(before, after) == []
 
 
-def test_needs_tf1_ignores_strings_and_comments():
-    assert analysis.needs_tf1("with tf.Session() as s:\n    pass\n")
-    assert analysis.needs_tf1("x = tf.compat.v1.placeholder(tf.float32)\n")
-    assert not analysis.needs_tf1("# tf.Session()\nS = 'tf.placeholder'\nwith tf.GradientTape() as t:\n    pass\n")
-    # a TF1 gradient call the migrator refused to rewrite only runs in graph mode
-    assert analysis.needs_tf1("g = tf.gradients(y, x)\n") and analysis.needs_tf1("v = tf.trainable_variables()\n")
-    assert not analysis.needs_tf1("g = tape.gradient(y, x)\nself.gradients(x)\nm.trainable_variables\n")
+def test_eager_silent_apis_ignore_strings_and_comments():
+    assert analysis.eager_silent("v = tf.trainable_variables()\n")
+    assert analysis.eager_silent("with tf.variable_scope('a', reuse=True):\n    pass\n")
+    assert not analysis.eager_silent("# tf.trainable_variables()\nS = 'get_collection'\nwith tf.Session() as s:\n"
+                                     "    pass\n")
+    assert not analysis.eager_silent("g = tape.gradient(y, model.trainable_variables)\n")  # Keras: fine eagerly
+
+
+def test_graph_only_failures_in_unchanged_code_are_unverified_elsewhere_mismatch():
+    fail = {"error": "RuntimeError: tf.placeholder() is not compatible with eager execution.", "error_line": 7}
+    assert "needs TF1 graph mode at line 7" in needs_graph(fail, changed={3, 4})
+    assert needs_graph(fail, changed={7}) is None  # the migration wrote that line: its failure is its own
+    assert needs_graph({"error": "ValueError: shapes differ", "error_line": 7}, changed=set()) is None
+    name = {"error": "NameError: name 'x_ph' is not defined", "error_line": 9}
+    assert needs_graph(name, changed=set(), unbound={"x_ph"}) and needs_graph(name, changed=set()) is None
 
 
 # ------------------------------------------------------------------ reporting
@@ -227,20 +256,41 @@ def test_site_verifications_align_with_sites():
 
 # ------------------------------------------------------------------ process
 def test_importing_the_verifier_does_not_import_tensorflow():
-    code = ("import sys, migrator.verify, migrator.verify.engine, migrator.verify.report, migrator.verify.__main__; "
+    code = ("import sys, migrator.verify, migrator.verify.engine, migrator.verify.report, migrator.verify.sites, "
+            "migrator.verify.checks, migrator.verify.argtree, migrator.verify.__main__; "
             "print('tensorflow' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert r.stdout.strip() == "False", r.stderr
 
 
+def _run(*args, code=None):
+    cmd = [sys.executable, "-m", "migrator.verify", *map(str, args)] if code is None else \
+        [sys.executable, "-c", code, *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+
+
 def test_usage_errors_exit_2(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "migrator.verify", str(tmp_path / "nope.py"), str(tmp_path / "x.py")],
-                       capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert r.returncode == 2 and "no such file" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "migrator.verify", "--bogus"], capture_output=True, text=True,
-                       cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert r.returncode == 2
+    r = _run(tmp_path / "nope.py", tmp_path / "x.py")
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    assert _run("--bogus").returncode == 2
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "d").mkdir()
+    r = _run(tmp_path / "a.py", tmp_path / "d")
+    assert r.returncode == 2 and "two files or two folders" in r.stdout
+    r = _run(tmp_path / "a.py", tmp_path / "a.py", "--run", "pytest")
+    assert r.returncode == 2 and "--run needs two folders" in r.stdout
+
+
+def test_without_tensorflow_one_line_and_exit_2(tmp_path):
+    """No traceback, not exit 1 (which means "mismatch"): one line naming the extra to install."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    hide = "import sys; sys.modules['tensorflow'] = None; from migrator.cli import main; main(sys.argv[1:])"
+    for argv in (["verify", tmp_path / "a.py", tmp_path / "a.py"], ["verify", tmp_path, tmp_path, "--run", "true"]):
+        r = _run(*argv, code=hide)
+        assert r.returncode == 2, r.stderr
+        assert r.stdout == "" and r.stderr.count("\n") == 1
+        assert "pip install 'tfgradmigrate[verify]'" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_original_syntax_error_is_reported_without_running(tmp_path):
@@ -257,3 +307,49 @@ def test_original_syntax_error_is_reported_without_running(tmp_path):
     assert _cv(str(bad), str(good), out=buf) == 2
     assert buf.getvalue().startswith("original fails: SyntaxError")
     assert callable(cli_verify) and not math.isnan(0.0)
+
+
+# ------------------------------------------------------------------ trees and notebooks
+def test_notebook_runs_its_code_cells_in_order_with_magics_masked():
+    from migrator.verify import trees
+
+    nb = {"cells": [
+        {"cell_type": "markdown", "source": ["# title"]},
+        {"cell_type": "code", "source": ["%matplotlib inline\n", "import tensorflow as tf\n"]},
+        {"cell_type": "code", "source": "files = !ls\nif True:\n    !echo hi\nx = 1\n"},
+        {"cell_type": "code", "source": "%%time\ny = undefined_in_python\n"},
+        {"cell_type": "code", "source": "z = x + 1"},
+    ]}
+    script = trees.notebook_script(json.dumps(nb))
+    compile(script.text, "nb.py", "exec")
+    lines = script.text.splitlines()
+    assert lines[1] == "pass  # tfgradmigrate: IPython magic" and lines[2] == "import tensorflow as tf"
+    assert "files = None  # tfgradmigrate: IPython magic" in lines and "    pass  # tfgradmigrate: IPython magic" in lines
+    assert "# y = undefined_in_python" in lines  # a cell magic's cell is not Python
+    assert script.locate(lines.index("z = x + 1") + 1) == "cell 4:1"
+    assert script.locate(3) == "cell 1:2"
+    with pytest.raises(trees.NotebookUnreadable):
+        trees.notebook_script("{not json")
+
+
+def test_folders_pair_files_by_relative_path(tmp_path):
+    from migrator.verify import trees
+
+    for side, files in {"o": {"a.py": "1", "pkg/b.py": "2", "same.py": "s", "gone.py": "g", "n.ipynb": "{}"},
+                        "m": {"a.py": "1b", "pkg/b.py": "2b", "same.py": "s", "new.py": "n", "n.ipynb": "{} "}}.items():
+        for rel, text in files.items():
+            (tmp_path / side / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / side / rel).write_text(text)
+    (tmp_path / "o" / ".git").mkdir()
+    (tmp_path / "o" / ".git" / "x.py").write_text("ignored")
+    p = trees.pair_trees(str(tmp_path / "o"), str(tmp_path / "m"))
+    assert [rel for rel, _, _ in p.pairs] == ["a.py", "n.ipynb", "pkg/b.py"]
+    assert p.only_original == ["gone.py"] and p.only_migrated == ["new.py"] and p.unchanged == 1
+
+
+def test_a_parameter_named_for_several_tensors_gets_a_list():
+    cands = inputs.infer_candidates([{"name": "variables", "has_default": False},
+                                     {"name": "x", "has_default": False}])
+    first = cands[0]["args"]
+    assert isinstance(first[0], list) and len(first[0]) == 2 and first[0][0].shape == (2, 2)
+    assert not np.allclose(first[0][0], first[0][1]) and isinstance(first[1], np.ndarray)

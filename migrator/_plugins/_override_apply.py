@@ -7,6 +7,7 @@ from typing import Sequence, Union
 import libcst as cst
 
 from migrator._plugins._override_model import OverridePlan
+from migrator.notebook import CELL_MARKER
 
 _Stmt = Union[cst.BaseStatement, cst.BaseSmallStatement]
 
@@ -134,11 +135,19 @@ class _Apply(cst.CSTTransformer):
                 blanks = 0
                 while blanks < len(lead) and lead[blanks].comment is None:
                     blanks += 1
+                # a notebook cell's marker stays first, so the generated def lands in that cell
+                marker = 0
+                while blanks + marker < len(lead) and lead[blanks + marker].comment is not None and \
+                        lead[blanks + marker].comment.value.startswith(CELL_MARKER):
+                    marker += 1
                 # a generated def is set off from the code above it (unless it opens the block);
                 # the comments above the statement stay with that statement
                 def_lead = lead[:blanks] or [_blank()]
                 if not out and not self._in_dissolved_body:
                     def_lead = []
+                if marker:
+                    def_lead = def_lead + lead[blanks:blanks + marker]
+                    lead = lead[:blanks] + lead[blanks + marker:]
                 before[0] = before[0].with_changes(leading_lines=def_lead)
                 gap = [_blank(), _blank()] if self.depth == 0 else [_blank()]
                 for i in range(1, len(before)):

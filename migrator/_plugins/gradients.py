@@ -49,10 +49,10 @@ from migrator._plugins._grad_values import (
 )
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
+from migrator.notebook import CELL_MARKER
 from migrator.pipeline import imported_modules, module_names_for
 from migrator.tfnames import tf_name
 
-CELL_MARKER = "# tfgradmigrate-cell-"  # migrator.notebook joins cells after such comments
 KINDS = {"grad": TF_GRADIENTS, "hess": HESSIANS, "jac": JACOBIAN, "bjac": JACOBIAN}
 DONE = {"grad": "TFG003", "hess": "TFG005", "jac": "TFG004", "bjac": "TFG004"}
 

@@ -1,7 +1,10 @@
 """Static analysis of an (original, migrated) pair: no TensorFlow here.
 
-* :func:`needs_tf1` tells whether a file still holds TF1-only code (a
-  ``Session``, placeholders, ...), so it must run in TF1 graph mode.
+* :func:`eager_silent` tells whether a file's script uses TF1 APIs that run
+  under eager execution but compute something else there (variable
+  collections, ``variable_scope`` reuse), so its script is witnessed in TF1
+  graph mode instead.
+* :func:`changed_lines` gives the lines a migration changed, on each side.
 * :func:`probe_targets` finds the module-level functions and callable
   module-level objects that contain or reach a changed region (``difflib``
   over the two texts), with their signatures, for function-mode probes.
@@ -16,14 +19,13 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Optional
 
-TF1_ONLY = re.compile(
-    r"\b(Session|InteractiveSession|placeholder|placeholder_with_default|get_default_graph|"
-    r"global_variables_initializer|local_variables_initializer|variables_initializer|initialize_all_variables|"
-    r"disable_v2_behavior|disable_eager_execution|get_variable|variable_scope|MonitoredSession|"
-    r"MonitoredTrainingSession|sparse_placeholder|reset_default_graph|gradient_override_map|RegisterGradient|"
-    r"py_func|parallel_for)\b"
-    # TF1 gradient calls left in place (a refused site) and v1-only collections: graph mode only
-    r"|(?<![\w.])(tf|v1|compat\.v1)\.(gradients|hessians|trainable_variables|global_variables|local_variables)\s*\("
+#: TF1 APIs that do not fail under eager execution but give other results there: the variable
+#: collections are empty, ``variable_scope`` does not share, ``disable_*`` switches modes.
+EAGER_SILENT = re.compile(
+    r"\b(?:tf|v1|compat\.v1)\.(?:trainable_variables|global_variables|local_variables|model_variables|"
+    r"moving_average_variables|get_collection|get_collection_ref|add_to_collection|variable_scope|get_variable|"
+    r"disable_v2_behavior|disable_eager_execution|reset_default_graph|train\.Saver|train\.MonitoredSession|"
+    r"train\.MonitoredTrainingSession)\b"
 )
 
 
@@ -39,8 +41,8 @@ def code_only(source: str) -> str:
     return " ".join(out)
 
 
-def needs_tf1(source: str) -> bool:
-    return TF1_ONLY.search(code_only(source).replace(" . ", ".").replace(" (", "(")) is not None
+def eager_silent(source: str) -> bool:
+    return EAGER_SILENT.search(code_only(source).replace(" . ", ".")) is not None
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Target:
     end_line: int
     new_line: Optional[int] = None
     construct: bool = False  # a class: instantiate it without arguments, then call the instance
+    kind: str = "function"  # "function" | "instance" (a callable object) | "class"
     reasons: list = field(default_factory=list)
 
 
@@ -101,6 +104,11 @@ def _defs(tree: ast.Module) -> dict:
                     out[t.id] = _Def(t.id, node, s, e, "instance" if cls else "assign",
                                      _refs(value) if value is not None else set(), cls)
     return out
+
+
+def changed_lines(original: str, migrated: str) -> tuple:
+    """1-based line numbers the migration changed: (in the original, in the migrated file)."""
+    return _changed_lines(original.splitlines(), migrated.splitlines())
 
 
 def _changed_lines(a: list, b: list) -> tuple:
@@ -204,7 +212,7 @@ def probe_targets(original: str, migrated: str) -> list:
         n = d_new.get(name)
         if n is None or name not in changed or name in skip:
             continue
-        construct = False
+        construct, kind = False, o.kind
         if o.kind == "function" and n.kind == "function":
             if isinstance(o.node, ast.AsyncFunctionDef) or _is_gradient_fn(o.node) or _is_gradient_fn(n.node):
                 continue
@@ -231,8 +239,10 @@ def probe_targets(original: str, migrated: str) -> list:
             continue  # the contract changed on purpose (e.g. a gradient function's own signature)
         if params and params[0]["name"] == "op":
             continue  # a RegisterGradient-style function
-        targets.append(Target(name, params, o.start, o.end, n.start, construct=construct))
-    return targets
+        targets.append(Target(name, params, o.start, o.end, n.start, construct=construct, kind=kind))
+    # A class the file instantiates itself is probed through that instance, as the program uses it.
+    used = {d_old[t.name].class_name for t in targets if t.kind == "instance"}
+    return [t for t in targets if not (t.kind == "class" and t.name in used)]
 
 
 def _required(init) -> bool:

@@ -14,11 +14,14 @@
    ``range`` (default [-2, 2]) or ``value`` (a literal array); a bare list is
    a float32 array; any other literal is passed as it is.  Float arrays are
    the differentiation sources.
-2. Otherwise inputs are inferred from the signature: every positional
-   parameter without a default gets a float32 array of a few small shapes,
-   tried in order; parameters with defaults keep them; parameters whose name
-   looks like an integer (``k``, ``n``, ``bits``, ``num_*`` ...) also try the
-   small ints 1, 2, 3 when floats fail.
+2. Recorded: the arguments the original program really passed to the
+   function while its script ran (:mod:`.loader`), one probe per distinct
+   signature.
+3. Inferred from the signature, otherwise or in addition: every positional
+   parameter without a default gets an array of rank 2, 1, 3 or 0 (the
+   first that runs, per rank), in float32 and in float64; parameters with
+   defaults keep them; parameters whose name looks like an integer (``k``,
+   ``n``, ``bits``, ``num_*`` ...) also try the small ints 1, 2, 3.
 
 Values are kept away from the discontinuities of sign, floor and round:
 every value sits at an ``x.x3``/``x.x7`` offset, never near an integer, a
@@ -33,12 +36,18 @@ from typing import Optional
 
 import numpy as np
 
-SHAPES = [(2, 2), (3,), (2, 3), ()]
+#: Inferred shapes, in the order they are tried: rank 2, 1, 3, 0, then a non-square rank 2.
+SHAPES = [(2, 2), (3,), (2, 2, 2), (), (2, 3)]
+FLOAT_DTYPES = ("float32", "float64")
 SMALL_INTS = (1, 2, 3)
+#: Groups of inferred candidates, in order of preference (see :func:`choose`).
+FLOAT_GROUPS = ("float32:r2", "float32:r1", "float32:r3", "float32:r0")
 INT_NAME = re.compile(
     r"^(k|n|m|bits?|nbits?|num_?\w*|n_\w+|\w+_(bits|num|count|size|dim|len|steps)|bitwidth|bit_?width|depth|"
     r"axis|dim|size|count|steps|levels?|width|order|times|repeats?)$"
 )
+#: Parameter names that hold several tensors: they get a list of two arrays.
+LIST_NAME = re.compile(r"^(variables|vars|var_list|params|parameters|weights|tensors|xs|inputs|sources|tensor_list)$")
 # Smooth, well-separated values: no integers, half-integers or zeros nearby.
 _BASE = np.array([0.23, -0.63, 1.13, -1.33, 0.83, -0.27, 1.73, -0.17, 0.33, -1.13, 2.33, -0.73,
                   0.67, -1.77, 1.27, -0.23])
@@ -61,46 +70,79 @@ def looks_int(name: str, annotation: Optional[str] = None) -> bool:
     return annotation == "int" or bool(INT_NAME.match(name))
 
 
+def made_up(shape, dtype, offset: int = 0):
+    """Values for a recorded argument whose value the program never evaluated."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return smooth_values(shape, offset, dtype=dt)
+    if dt.kind == "b":
+        n = int(np.prod(shape)) if len(shape) else 1
+        return (np.arange(n) % 2 == 0).reshape(shape)
+    n = int(np.prod(shape)) if len(shape) else 1
+    return (np.arange(n) % 2).reshape(shape).astype(dt)
+
+
+def _inferred_arg(param: dict, shape, offset: int, dtype="float32"):
+    if LIST_NAME.match(param["name"]):
+        return [smooth_values(shape, offset, dtype=dtype), smooth_values(shape, offset + 7, dtype=dtype)]
+    return smooth_values(shape, offset, dtype=dtype)
+
+
 def infer_candidates(params: list) -> list:
     """Candidate calls for a signature.
 
     ``params``: ``[{"name", "has_default", "annotation"}]`` for the positional
-    parameters (self excluded).  Returns ``[{"args", "kwargs", "group"}]``;
-    group "float" candidates first, then "int:<value>" ones.
+    parameters (self excluded).  Returns ``[{"args", "kwargs", "group"}]``:
+    float candidates (groups ``float32:r2``, ``float64:r3``...), then
+    ``int:<value>`` ones.  A parameter whose name says it holds several
+    tensors (``variables``, ``params``, ``xs``...) gets a list of two arrays.
     """
     required = [p for p in params if not p["has_default"]]
     cands = []
-    for shape in SHAPES:
-        args = [smooth_values(shape, i) for i, _ in enumerate(required)]
-        cands.append({"args": args, "kwargs": {}, "group": "float"})
+    for dtype in FLOAT_DTYPES:
+        for shape in SHAPES:
+            args = [_inferred_arg(p, shape, i, dtype) for i, p in enumerate(required)]
+            cands.append({"args": args, "kwargs": {}, "group": f"{dtype}:r{len(shape)}"})
+    if len(required) > 1:
+        # the first argument a matrix, the others scalars: broadcasting (``x * alpha``) shows gradients
+        # that are not summed back to an argument's shape, or that are swapped between arguments
+        args = [_inferred_arg(p, SHAPES[0] if i == 0 else (), i) for i, p in enumerate(required)]
+        cands.append({"args": args, "kwargs": {}, "group": "float32:bcast"})
     ints = [i for i, p in enumerate(required) if looks_int(p["name"], p.get("annotation"))]
     if ints:
         for value in SMALL_INTS:
-            for shape in SHAPES[:3]:
-                args = [value if i in ints else smooth_values(shape, i) for i, _ in enumerate(required)]
+            for shape in (SHAPES[0], SHAPES[1], SHAPES[4]):
+                args = [value if i in ints else _inferred_arg(p, shape, i) for i, p in enumerate(required)]
                 cands.append({"args": args, "kwargs": {}, "group": f"int:{value}"})
     return cands
 
 
-def choose(candidates: list, ok: list) -> list:
+def choose(candidates: list, ok: list, extra_only: bool = False) -> list:
     """Indices of the candidates to compare, given which ran on the original.
 
-    The first float candidate that works; then, for each int value, the first
-    shape that works; at most three probes.
+    Recorded and configured candidates that ran are all kept.  Of the
+    inferred ones: the first that works for rank 2, 1 and 3 in float32
+    (rank 0 only when none of those works), the broadcast one (a matrix and
+    scalars), the first float64 one, and one per small int value.  With ``extra_only`` (the target already has
+    recorded or configured inputs) only the variation is added: the first
+    rank-3 float32 candidate and the first float64 one.
     """
-    chosen, groups = [], set()
+    kept = [i for i, (c, good) in enumerate(zip(candidates, ok)) if good and c["group"] in ("recorded", "config")]
+    extra_only = extra_only or bool(kept)
+    first = {}
     for i, (cand, good) in enumerate(zip(candidates, ok)):
-        if not good or cand["group"] in groups:
-            continue
-        if cand["group"] == "config":
-            chosen.append(i)
-            continue
-        groups.add(cand["group"])
-        chosen.append(i)
-    config = [i for i in chosen if candidates[i]["group"] == "config"]
-    if config:
-        return config
-    return chosen[:3]
+        g = cand["group"]
+        if good and g not in first:
+            first[g] = i
+    wanted = ["float32:r3"] if extra_only else \
+        ([g for g in FLOAT_GROUPS[:3] if g in first] or ["float32:r0"]) + ["float32:bcast"]
+    chosen = [first[g] for g in wanted if g in first]
+    f64 = [first[g] for g in first if g.startswith("float64:")]
+    if f64:
+        chosen.append(min(f64))
+    if not extra_only:
+        chosen += [first[g] for g in first if g.startswith("int:")]
+    return kept + sorted(set(chosen), key=chosen.index)
 
 
 # ---------------------------------------------------------------- config

@@ -18,6 +18,7 @@ import zlib
 
 import numpy as np
 
+from migrator.verify import argtree
 from migrator.verify.record import to_value
 from migrator.verify.seeding import SEEDER
 
@@ -47,19 +48,43 @@ def _is_tensor(x) -> bool:
         and not isinstance(x, np.ndarray)
 
 
-def _prepare(tf, spec):
+def _materialize(tf, spec):
+    """(args, kwargs, sources, template): tensors and variables built from the spec's argument trees.
+
+    ``template`` rebuilds (args, kwargs) from a new list of tensor sources
+    (inside a ``tf.function`` the sources are its inputs; variables are
+    captured as they are).
+    """
     # every run of a probe (original, eager, tf.function) draws the same random numbers
     SEEDER.reset(zlib.crc32(spec["id"].encode()) % (1 << 30) + 1_000_000)
-    args, sources = [], []
-    for a in spec["args"]:
-        if isinstance(a, np.ndarray):
-            t = tf.constant(a)
-            args.append(t)
-            if a.dtype.kind == "f":
+    tree = (list(spec["args"]), dict(spec["kwargs"]))
+    leaves = argtree.flatten(tree)
+    built, sources, tensor_pos = [], [], []
+    for i, x in enumerate(leaves):
+        if isinstance(x, argtree.Tensor):
+            t = tf.constant(x.value)
+            if x.value.dtype.kind == "f":
                 sources.append(t)
+                tensor_pos.append(i)
+            built.append(t)
+        elif isinstance(x, argtree.Var):
+            v = tf.Variable(x.value, trainable=x.trainable)
+            if x.value.dtype.kind == "f":
+                sources.append(v)
+            built.append(v)
+        elif isinstance(x, argtree.Numpy):
+            built.append(x.value.copy())
         else:
-            args.append(a)
-    return args, sources
+            built.append(x)
+    args, kwargs = argtree.rebuild(tree, built)
+
+    def template(new_tensors):
+        leaves2 = list(built)
+        for pos, t in zip(tensor_pos, new_tensors):
+            leaves2[pos] = t
+        return argtree.rebuild(tree, leaves2)
+
+    return args, kwargs, sources, template
 
 
 def _float_dtype(t) -> bool:
@@ -72,16 +97,16 @@ def _float_dtype(t) -> bool:
 def _graph_probe(tf, fn, spec, side, sess_box):
     from tensorflow.python.util import nest
 
-    args, sources = _prepare(tf, spec)
     before = set(id(v) for v in tf.global_variables())
+    args, kwargs, sources, _ = _materialize(tf, spec)
     tape = None
     if side == "original":
-        out = fn(*args, **spec["kwargs"])
+        out = fn(*args, **kwargs)
     else:
         with tf.GradientTape(persistent=True) as tape:
             for s in sources:
                 tape.watch(s)
-            out = fn(*args, **spec["kwargs"])
+            out = fn(*args, **kwargs)
     leaves = [x for x in nest.flatten(out) if _is_tensor(x)]
     if sess_box[0] is None:
         sess_box[0] = tf.Session()
@@ -105,13 +130,13 @@ def _graph_probe(tf, fn, spec, side, sess_box):
     return {"fwd": [to_value(v) for v in fwd], "grads": grads}
 
 
-def _tape_probe(tf, fn, spec, args, sources):
+def _tape_probe(tf, fn, spec, args, kwargs, sources):
     from tensorflow.python.util import nest
 
     with tf.GradientTape(persistent=True) as tape:
         for s in sources:
             tape.watch(s)
-        out = fn(*args, **spec["kwargs"])
+        out = fn(*args, **kwargs)
     leaves = [x for x in nest.flatten(out) if _is_tensor(x)]
     targets = [t for t in leaves if _float_dtype(t)]
     grads = []
@@ -122,31 +147,44 @@ def _tape_probe(tf, fn, spec, args, sources):
 
 
 def _eager_probe(tf, fn, spec):
-    args, sources = _prepare(tf, spec)
-    leaves, grads = _tape_probe(tf, fn, spec, args, sources)
+    args, kwargs, sources, _ = _materialize(tf, spec)
+    leaves, grads = _tape_probe(tf, fn, spec, args, kwargs, sources)
     return {"fwd": [to_value(x) for x in leaves], "grads": [to_value(x) for x in grads]}
 
 
 def _function_probe(tf, fn, spec):
     """The same probe with the call and the tape inside a tf.function."""
-    args, sources = _prepare(tf, spec)
-    src_pos = [i for i, a in enumerate(spec["args"]) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    args, kwargs, sources, template = _materialize(tf, spec)
+    tensors = [s for s in sources if not hasattr(s, "assign")]
+    variables = [s for s in sources if hasattr(s, "assign")]
     flags_box = []
 
-    def traced(*src):
-        call = list(args)
-        for i, s in zip(src_pos, src):
-            call[i] = s
-        leaves, grads = _tape_probe(tf, fn, spec, call, list(src))
+    def traced(*inputs):
+        call_args, call_kwargs = template(inputs)
+        leaves, grads = _tape_probe(tf, fn, spec, call_args, call_kwargs, list(inputs) + variables)
         flags_box[:] = [x is None for x in grads]
         return leaves, [tf.zeros((0,), tf.float32) if x is None else x for x in grads]
 
-    leaves, grads = tf.function(traced)(*sources)
-    return {"fwd": [to_value(x) for x in leaves],
-            "grads": [None if flag else to_value(x) for x, flag in zip(grads, flags_box)]}
+    leaves, grads = tf.function(traced)(*tensors)
+    grads = [None if flag else to_value(x) for x, flag in zip(grads, flags_box)]
+    # sources were [tensors..., variables...] in the call; put them back in spec order
+    order = [i for i, s in enumerate(sources) if not hasattr(s, "assign")] + \
+            [i for i, s in enumerate(sources) if hasattr(s, "assign")]
+    ordered = [None] * len(grads)
+    for k, i in enumerate(order[:len(grads)]):
+        ordered[i] = grads[k]
+    return {"fwd": [to_value(x) for x in leaves], "grads": ordered}
 
 
-def run_probes(tf, namespace: dict, probes: list, mode: str, side: str) -> list:
+def _error(exc: BaseException, path: str) -> dict:
+    from migrator.verify.loader import user_lines
+
+    lines = user_lines(exc.__traceback__, path)
+    return {"error": _short(exc), "error_line": lines[-1] if lines else None}
+
+
+def run_probes(tf, namespace: dict, probes: list, mode: str, side: str, path: str) -> list:
+    """Call each probe; graph mode in a Session, TF2 eagerly and again inside a tf.function."""
     side_graph = mode != "tf2-eager"
     results = []
     sess_box = [None]
@@ -157,7 +195,8 @@ def run_probes(tf, namespace: dict, probes: list, mode: str, side: str) -> list:
             try:
                 fn = fn()
             except Exception as exc:  # noqa: BLE001
-                res["error"] = f"constructing {spec['target']}() raises {_short(exc)}"
+                res.update(_error(exc, path))
+                res["error"] = f"constructing {spec['target']}() raises {res['error']}"
                 results.append(res)
                 continue
         if fn is None or not callable(fn):
@@ -172,10 +211,11 @@ def run_probes(tf, namespace: dict, probes: list, mode: str, side: str) -> list:
                 try:
                     res["tf_function"] = _function_probe(tf, fn, spec)
                 except Exception as exc:  # noqa: BLE001
-                    res["tf_function_error"] = _short(exc)
+                    err = _error(exc, path)
+                    res["tf_function_error"], res["tf_function_error_line"] = err["error"], err["error_line"]
             res["ok"] = True
         except Exception as exc:  # noqa: BLE001
-            res["error"] = _short(exc)
+            res.update(_error(exc, path))
         results.append(res)
     if sess_box[0] is not None:
         try:

@@ -15,9 +15,13 @@
   session closes, still-uncaptured gradients of its graph are evaluated in
   it; at the end, leftovers are evaluated in the last open session, or in a
   fresh one when no session was ever used on that graph.
-* Inside a ``tf.function`` (TF2 mode) a gradient is symbolic too; a
-  stateful ``numpy_function`` side channel captures its value when the
-  function runs.
+* Inside a ``tf.function`` a gradient is symbolic too; a stateful
+  ``numpy_function`` side channel captures its value when the function runs.
+
+Which calls count is decided by ``where(filename)``: the verified file in
+file mode, any file of the tree in ``--run`` mode.  Besides gradients, other
+tensors can be handed in for capture (``watch_value``): the arguments a
+probed function received, evaluated with the program's own feeds.
 """
 from __future__ import annotations
 
@@ -74,17 +78,26 @@ class _Component:
 
 
 class Recorder:
-    def __init__(self, tf, path: str, graph_mode: bool):
+    """``where(filename)`` returns a key for files whose calls are recorded (None: not ours)."""
+
+    def __init__(self, tf, where):
         self.tf = tf
-        self.path = path
-        self.graph_mode = graph_mode
+        self.where = where
         self.enabled = True
+        self.context = None  # callable: a label for the current test (``--run`` mode)
         self.depth = 0
         self.in_run = False
         self.records = []
         self.sessions = []  # sessions seen, in order of first use
+        self.extra = []  # _Component: other tensors to capture (probed functions' arguments)
         self._ancestor_cache = {}
-        self._restore = []
+        self._orig_run = None
+
+    def reset(self, where) -> None:
+        """Start over for another file run in the same process (batched verification)."""
+        self.where = where
+        self.records, self.sessions, self.extra = [], [], []
+        self._ancestor_cache = {}
 
     # ------------------------------------------------------------ installing
     def install(self) -> None:
@@ -118,33 +131,35 @@ class Recorder:
                             ("batch_jacobian", "GradientTape.batch_jacobian")):
             fn = getattr(backprop.GradientTape, meth)
             setattr(backprop.GradientTape, meth, self._wrap(fn, label))
-        if self.graph_mode:
-            from tensorflow.python.client import session as session_lib
+        # Sessions exist in every mode: TF2 code may still build a tf.Graph and run it.
+        from tensorflow.python.client import session as session_lib
 
-            base = session_lib.BaseSession
-            orig_run, orig_close = base.run, base.close
-            rec = self
+        base = session_lib.BaseSession
+        orig_run, orig_close = base.run, base.close
+        rec = self
 
-            def run(sess, fetches, feed_dict=None, options=None, run_metadata=None):
-                return rec._session_run(orig_run, sess, fetches, feed_dict, options, run_metadata)
+        def run(sess, fetches, feed_dict=None, options=None, run_metadata=None):
+            return rec._session_run(orig_run, sess, fetches, feed_dict, options, run_metadata)
 
-            def close(sess):
-                if rec.enabled and not getattr(sess, "_closed", True):
-                    try:
-                        rec._evaluate_pending(orig_run, sess)
-                    except Exception:  # noqa: BLE001 - never break the user's close()
-                        pass
-                return orig_close(sess)
+        def close(sess):
+            if rec.enabled and not getattr(sess, "_closed", True):
+                try:
+                    rec._evaluate_pending(orig_run, sess)
+                except Exception:  # noqa: BLE001 - never break the user's close()
+                    pass
+            return orig_close(sess)
 
-            base.run = run
-            base.close = close
-            self._orig_run = orig_run
+        base.run = run
+        base.close = close
+        self._orig_run = orig_run
 
-    def _user_line(self):
+    def _user_site(self):
+        """(file key, line) of the innermost frame in a recorded file, or None."""
         f = sys._getframe(2)
         while f is not None:
-            if f.f_code.co_filename == self.path:
-                return f.f_lineno
+            key = self.where(f.f_code.co_filename)
+            if key is not None:
+                return key, f.f_lineno
             f = f.f_back
         return None
 
@@ -154,8 +169,8 @@ class Recorder:
         def wrapper(*args, **kwargs):
             if not rec.enabled or rec.depth:
                 return fn(*args, **kwargs)
-            line = rec._user_line()
-            if line is None:
+            site = rec._user_site()
+            if site is None:
                 return fn(*args, **kwargs)
             rec.depth += 1
             try:
@@ -163,7 +178,7 @@ class Recorder:
             finally:
                 rec.depth -= 1
             try:
-                rec._add(label, line, out)
+                rec._add(label, site, out)
             except Exception:  # noqa: BLE001 - recording must never change behaviour
                 pass
             return out
@@ -174,30 +189,39 @@ class Recorder:
         return wrapper
 
     # ------------------------------------------------------------- recording
-    def _add(self, label, line, out):
+    def _component(self, leaf):
+        """A capture slot for one value: eager values at once, symbolic ones later."""
         from tensorflow.python.framework import ops
+
+        if leaf is None:
+            return _Component(None, True, None)
+        comp = _Component(leaf, False, None)
+        inner = leaf.values if hasattr(leaf, "indices") and hasattr(leaf, "values") else leaf
+        if isinstance(inner, ops.EagerTensor):
+            comp.captures.append(to_value(leaf))
+            comp.leaf = None
+            return comp
+        graph = getattr(inner, "graph", None)
+        if graph is not None and getattr(graph, "building_function", False):
+            self._side_channel(comp)  # inside a tf.function: captured when it runs
+        else:
+            comp.graph = graph
+        return comp
+
+    def _add(self, label, site, out):
         from tensorflow.python.util import nest
 
-        leaves = nest.flatten(out)
-        comps = []
-        for leaf in leaves:
-            if leaf is None:
-                comps.append(_Component(None, True, None))
-                continue
-            comp = _Component(leaf, False, None)
-            inner = leaf.values if hasattr(leaf, "indices") and hasattr(leaf, "values") else leaf
-            if isinstance(inner, ops.EagerTensor):
-                comp.captures.append(to_value(leaf))
-                comp.leaf = None
-            else:
-                comp.graph = getattr(inner, "graph", None)
-            comps.append(comp)
-        record = {"kind": label, "line": line, "components": comps, "seq": len(self.records)}
+        comps = [self._component(leaf) for leaf in nest.flatten(out)]
+        record = {"kind": label, "file": site[0], "line": site[1], "components": comps, "seq": len(self.records)}
+        if self.context is not None:
+            record["context"] = self.context()
         self.records.append(record)
-        if not self.graph_mode:
-            for i, comp in enumerate(comps):
-                if comp.leaf is not None:
-                    self._side_channel(comp)
+
+    def watch_value(self, value):
+        """Capture ``value`` (a tensor or variable) like a gradient; returns its slot."""
+        comp = self._component(value)
+        self.extra.append(comp)
+        return comp
 
     def _side_channel(self, comp):
         """Capture a symbolic gradient inside a tf.function when it runs."""
@@ -271,15 +295,19 @@ class Recorder:
             return [leaf.values.op.name]
         return [leaf.op.name]
 
+    def _components(self):
+        for rec in self.records:
+            yield from rec["components"]
+        yield from self.extra
+
     def _pending(self, graph, only_uncaptured=False):
         out = []
-        for rec in self.records:
-            for comp in rec["components"]:
-                if comp.none or comp.leaf is None or comp.graph is not graph:
-                    continue
-                if len(comp.captures) >= (1 if only_uncaptured else MAX_CAPTURES):
-                    continue
-                out.append(comp)
+        for comp in self._components():
+            if comp.none or comp.leaf is None or comp.graph is not graph:
+                continue
+            if len(comp.captures) >= (1 if only_uncaptured else MAX_CAPTURES):
+                continue
+            out.append(comp)
         return out
 
     def _session_run(self, orig_run, sess, fetches, feed_dict, options, run_metadata):
@@ -333,13 +361,10 @@ class Recorder:
 
     def finish(self) -> None:
         """Evaluate still-uncaptured graph gradients where that is possible."""
-        if not self.graph_mode:
-            return
         graphs = []
-        for rec in self.records:
-            for comp in rec["components"]:
-                if comp.graph is not None and not comp.captures and comp.graph not in graphs:
-                    graphs.append(comp.graph)
+        for comp in self._components():
+            if comp.graph is not None and comp.leaf is not None and not comp.captures and comp.graph not in graphs:
+                graphs.append(comp.graph)
         for graph in graphs:
             open_sessions = [s for s in self.sessions if s.graph is graph and not getattr(s, "_closed", True)]
             if open_sessions:
@@ -350,14 +375,16 @@ class Recorder:
                     comp.reason = comp.reason or "never fetched, and its session was closed"
                 continue
             # No session ever ran this graph: build one, initialise variables.
-            tf = self.tf
+            from tensorflow.python.client import session as session_lib
+            from tensorflow.python.ops import variables as variables_lib
+
             try:
                 with graph.as_default():
-                    sess = tf.Session(graph=graph)
+                    sess = session_lib.Session(graph=graph)
                     try:
-                        variables = tf.global_variables() + tf.local_variables()
+                        variables = variables_lib.global_variables() + variables_lib.local_variables()
                         if variables:
-                            self._orig_run(sess, tf.variables_initializer(variables))
+                            self._orig_run(sess, variables_lib.variables_initializer(variables))
                         self._evaluate_pending(self._orig_run, sess)
                     finally:
                         self.enabled = False
@@ -377,7 +404,11 @@ class Recorder:
                 if not comp.none and not comp.captures and not reason:
                     reason = "never evaluated" if comp.graph is None else "never fetched by Session.run"
                 comps.append({"none": comp.none, "captures": list(comp.captures), "reason": reason})
-            out.append({"kind": rec["kind"], "line": rec["line"], "seq": rec["seq"], "components": comps})
+            item = {"kind": rec["kind"], "file": rec["file"], "line": rec["line"], "seq": rec["seq"],
+                    "components": comps}
+            if "context" in rec:
+                item["context"] = rec["context"]
+            out.append(item)
         return out
 
 
