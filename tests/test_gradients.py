@@ -343,7 +343,8 @@ REFUSALS = [
     ("TFG125", "x = tf.constant(1.0)\nlosses = [x * 2.0, x * 3.0]\nfor loss in losses:\n    g = tf.gradients(loss, x)\n"
                "    x = x + 1.0\n"),
     ("TFG121", '@tf.RegisterGradient("G")\ndef _g(op, grad):\n    y = op.outputs[0] * 2.0\n    return tf.gradients(y, op.inputs[0])\n'),
-    ("TFG121", "def body(i, x):\n    y = x * x\n    return i + 1, tf.gradients(y, x)[0]\n\n\nout = tf.while_loop(lambda i, x: i < 3, body, [0, tf.constant(1.0)])\n"),
+    ("TFG121", "def body(i, x):\n    y = x * x\n    return i + 1, tf.gradients(y, x)[0]\n\n\nout = tf.while_loop(lambda i, x: i < 3, body, [0, tf.constant(1.0)])\n"
+               "sess = tf.Session()\n"),
     ("TFG121", "x = tf.constant(1.0)\nr = tf.cond(x > 0, lambda: tf.gradients(x * x, x)[0], lambda: x)\n"),
     ("TFG123", "a = tf.constant(2.0)\nb = 3.0 * a\nc = a + b\ng = tf.gradients(c, [a, b], stop_gradients=[b])\n"),
     ("TFG135", "w = tf.Variable(1.0)\nloss = w * w\ng = tf.gradients(loss, tf.trainable_variables())\n"),

@@ -79,6 +79,9 @@ class Codegen:
             els = [el.deep_clone() for el in xs.elements]
             els[-1] = els[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             xs = cst.List(elements=els)
+        elif not isinstance(xs, cst.List) and c.xs_kind != "list":
+            # `a + b` may be two lists or two tensors: flatten gives tf.gradients' list either way
+            return call_expr(f"{self.tf}.nest.flatten", [self.grad_call(c, tape, ys, xs)], [])
         return self.grad_call(c, tape, ys, xs)
 
     def grad_call(self, c: Call, tape: str, ys, xs) -> cst.Call:

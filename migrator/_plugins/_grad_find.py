@@ -134,6 +134,16 @@ class Item:
     owner: Optional[Call] = None  # the call a generated item belongs to
     kinds: frozenset = frozenset()  # kinds of the calls it makes (_grad_values.call_kind)
     maybe_mutates: frozenset = frozenset()  # keys passed to project code, which may mutate them
+    #: keys the statement may read before binding them itself (_dataflow.exposed); None: all reads
+    exposed: Optional[tuple] = None
+
+    @property
+    def exposed_reads(self) -> set:
+        return self.fx.reads if self.exposed is None else self.exposed[0]
+
+    @property
+    def exposed_data(self) -> set:
+        return self.fx.data if self.exposed is None else self.exposed[1]
 
     @property
     def dead(self) -> bool:
@@ -170,7 +180,8 @@ class Find(cst.CSTVisitor):
         self.keras: list[cst.Call] = []
         self.values: list[cst.CSTNode] = []  # non-call references to the API
         self.graph_fn_nodes: set[int] = set()
-        self.graph_fn_names: set[str] = set()
+        self.graph_fn_names: set[str] = set()  # functions registered as gradients by a call
+        self.control_fn_names: set[str] = set()  # functions passed to tf.while_loop, tf.cond, ...
         self.registered_defs: set[int] = set()
         self.api_aliases: dict[str, str] = {}  # bound name -> API it imports
         self.tf_alias: Optional[str] = None
@@ -194,23 +205,23 @@ class Find(cst.CSTVisitor):
             return
         if name in GRAPH_FN_CALLS:
             for a in node.args:
-                self._graph_fn(a.value)
+                self._graph_fn(a.value, self.control_fn_names)
         elif isinstance(node.func, cst.Call) and tf_name(node.func, self) == "tensorflow.RegisterGradient":
             for a in node.args:
-                self._graph_fn(a.value)
+                self._graph_fn(a.value, self.graph_fn_names)
 
-    def _graph_fn(self, expr: cst.CSTNode) -> None:
+    def _graph_fn(self, expr: cst.CSTNode, names: set) -> None:
         if isinstance(expr, (cst.Lambda, cst.FunctionDef)):
             self.graph_fn_nodes.add(id(expr))
         elif isinstance(expr, cst.Name):
-            self.graph_fn_names.add(expr.value)
+            names.add(expr.value)
         elif isinstance(expr, (cst.List, cst.Tuple)):
             for el in expr.elements:
-                self._graph_fn(el.value)
+                self._graph_fn(el.value, names)
         elif isinstance(expr, cst.Dict):
             for el in expr.elements:
                 if isinstance(el, cst.DictElement):
-                    self._graph_fn(el.value)
+                    self._graph_fn(el.value, names)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if self.depth == 0:
@@ -403,8 +414,14 @@ def check_context(c: Call, parents, find: Find) -> None:
         if isinstance(cur, cst.FunctionDef):
             if id(cur) in find.registered_defs or cur.name.value in find.graph_fn_names:
                 raise Refuse("TFG121", f"the call is inside `{cur.name.value}`, a registered gradient "
-                                       "function or graph-only control-flow body; keep it in graph mode "
-                                       "or restructure it around a tape")
+                                       "function, which TF1's own gradient machinery calls; keep it in graph "
+                                       "mode or restructure it around a tape")
+            if cur.name.value in find.control_fn_names and find.session:
+                # TF2 traces a while_loop/cond body and a tape inside it works (eager and tf.function);
+                # a Session script still builds v1 control flow, where it is not known to
+                raise Refuse("TFG121", f"the call is inside `{cur.name.value}`, a tf.while_loop/tf.cond body of a "
+                                       "file that still runs under a Session (v1 control flow); keep it in graph "
+                                       "mode until the script runs eagerly")
         if isinstance(cur, cst.Call) and id(cur) in call_ids and cur is not c.replace:
             raise Refuse("TFG128", "the call is nested inside another gradient call; bind the inner "
                                    "result to a name first")

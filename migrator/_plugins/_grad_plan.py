@@ -11,7 +11,7 @@ from typing import Union
 
 import libcst as cst
 
-from migrator._plugins._dataflow import Effects, effects
+from migrator._plugins._dataflow import Effects, effects, exposed
 from migrator._plugins._grad_find import STATE, Call, Group, Item, Refuse, chain_items
 from migrator._plugins._grad_proof import BlockScope, Prover
 from migrator._plugins._grad_values import is_inert
@@ -46,7 +46,10 @@ def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset(
             or (r.split(".")[0] not in local and an.mutable_global(r.split(".")[0])) for r in fx.data):
         fx.reads.add(STATE)
     inert = is_inert(stmt, fx, kinds, an.imported - shadowed, frozenset(shadowed))
-    return Item(stmt, fx, inert, kinds=kinds, maybe_mutates=frozenset(maybe))
+    it = Item(stmt, fx, inert, kinds=kinds, maybe_mutates=frozenset(maybe))
+    if isinstance(stmt, cst.BaseStatement):
+        it.exposed = exposed(stmt)
+    return it
 
 
 def _readable(expr: cst.BaseExpression) -> str:

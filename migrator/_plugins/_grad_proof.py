@@ -166,7 +166,7 @@ class Prover(WatchProof):
         for i in sorted(S):
             if isinstance(self.flat[i].orig, (cst.FunctionDef, cst.ClassDef)):
                 continue  # a def reads its names when it is called, not where it stands
-            comes_in = {key for key in c.ys_keys if key in self.flat[i].fx.reads and not touches(written, {key})}
+            comes_in = {key for key in c.ys_keys if key in self.flat[i].exposed_reads and not touches(written, {key})}
             if comes_in:
                 name = sorted(comes_in)[0]
                 raise Refuse("TFG120", self._outside_ys_reason(name, read_at=self.line(i)))
@@ -205,12 +205,12 @@ class Prover(WatchProof):
             # the list is read at the call, as tf.gradients read it; each element is a trainable
             # variable, which a tape watches by itself wherever the forward pass reads it
             return [Source(TRAINABLE, c.xs, after=-1)]
-        if items is None and c.kind == "grad" and bindable(c.xs):
+        if items is None and c.kind == "grad" and bindable(c.xs, self.an.qn):
             # `[a[part], b]`, `inputs + variables`: the call still reads the expression; the tape
             # watches what it is made of (a list watches every element; a new op made by the
             # expression itself, such as a slice of a tensor, is unconnected either way)
             c.xs_leaves = True
-            return [Source(key, expr) for key, expr in leaves(c.xs)]
+            return [Source(key, expr) for key, expr in leaves(c.xs, self.an.qn)]
         if items is None:
             raise Refuse("TFG124", f"the sources `{self._code(c.xs)}` are not plain names, attributes or lists of "
                                    "them: bind them to a name before the call")
@@ -276,7 +276,7 @@ class Prover(WatchProof):
                 continue
             binds_source = any(self._binding_value(i, key) is not None for key in keys)
             if i in S and not binds_source:  # what a source is made from is not on a path from it
-                for r in sorted(it.fx.data):
+                for r in sorted(it.exposed_data):
                     if r in seen or touches(written, {r}) or _within(r, keys):
                         continue
                     seen.add(r)
@@ -324,6 +324,8 @@ class Prover(WatchProof):
                 self._assume(c, f"the state read at line {self.line(at)} (attributes, collections) holds no tensor "
                                 f"computed from {srcs} before the tape")
             return
+        if "." in r and r.split(".")[-1] in META_ATTRS:
+            return  # x.shape, x.dtype: metadata, never a tensor built earlier
         if root in self.source_roots and root not in an.imported:
             raise Refuse("TFG130", f"the sources come out of `{root}` and the targets read `{r}` too, which code "
                                    f"outside this block may have built from them; {self._where_to_open(r)}")

@@ -3,6 +3,8 @@ docs/soundness.md): part of the proof in ``_grad_proof``."""
 from __future__ import annotations
 
 
+from typing import Optional
+
 import libcst as cst
 
 from migrator._plugins._dataflow import touches
@@ -58,7 +60,9 @@ class WatchProof:
             src.after = j
             c.proof.append(f"`{src.key}` is watched right after line {self.line(j)}, where it is made")
         if c.xs_leaves:
-            c.xs_kind = "list" if isinstance(c.xs, (cst.List, cst.Tuple)) else "unknown"
+            c.xs_kind = "list" if _is_list_expression(c.xs, self.an.qn) else "unknown"
+        elif any(src.key == TRAINABLE for src in sources):
+            c.xs_kind = "list"  # tf.trainable_variables() is a list
             c.proof.append(f"the call reads `{self._code(c.xs)}` as before; the tape watches the values it is made of")
         elif c.kind == "grad" and dotted(c.xs) is not None:
             c.xs_kind = self._source_kind(dotted(c.xs), k)
@@ -126,37 +130,75 @@ class WatchProof:
 
 
 
-def bindable(xs: cst.BaseExpression) -> bool:
-    """A sources expression made only of names, attributes, list/tuple displays, ``+`` and
-    subscripts with literal or name indices (no call: the tape must be able to name, when it
-    opens, every value the expression can hand back)."""
+#: calls that hand back exactly the values of their one argument, as a list (qualified names)
+LIST_VIEWS = {"builtins.list", "tensorflow.nest.flatten", "tensorflow.compat.v1.nest.flatten",
+              "tensorflow.python.util.nest.flatten"}
+
+
+def _view_of(xs: cst.BaseExpression, qn) -> Optional[cst.BaseExpression]:
+    """``list(d.values())``, ``list(six.itervalues(d))``, ``tf.nest.flatten(x)``: the container
+    whose values the list holds."""
+    if not isinstance(xs, cst.Call) or len(xs.args) != 1 or xs.args[0].keyword is not None or xs.args[0].star:
+        return None
+    if not _qualified(xs.func, qn) & LIST_VIEWS:
+        return None
+    inner = xs.args[0].value
+    if isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute) \
+            and inner.func.attr.value == "values":
+        return inner.func.value  # list(d.values())
+    if isinstance(inner, cst.Call) and len(inner.args) == 1 and "six.itervalues" in _qualified(inner.func, qn):
+        return inner.args[0].value  # list(six.itervalues(d))
+    return inner
+
+
+def _is_list_expression(xs: cst.BaseExpression, qn) -> bool:
+    """Certainly a list: a display, a list view, or ``+`` with a display on one side."""
+    if isinstance(xs, (cst.List, cst.Tuple)) or _view_of(xs, qn) is not None:
+        return True
+    return isinstance(xs, cst.BinaryOperation) and isinstance(xs.operator, cst.Add) and \
+        (_is_list_expression(xs.left, qn) or _is_list_expression(xs.right, qn))
+
+
+def _qualified(func: cst.BaseExpression, qn) -> set:
+    names = qn.get(func, set()) if qn is not None else set()
+    names = names() if callable(names) else names
+    out = {q.name for q in names}
+    if not out and isinstance(func, cst.Name) and func.value == "list":
+        out = {"builtins.list"}
+    return out
+
+
+def bindable(xs: cst.BaseExpression, qn=None) -> bool:
+    """A sources expression made only of names, attributes, list/tuple displays, ``+``,
+    subscripts with literal or name indices, and views of a container (``list(d.values())``):
+    the tape must be able to name, when it opens, every value the expression can hand back."""
     if dotted(xs) is not None:
         return True
     if isinstance(xs, (cst.List, cst.Tuple)):
-        return bool(xs.elements) and all(not isinstance(el, cst.StarredElement) and bindable(el.value)
+        return bool(xs.elements) and all(not isinstance(el, cst.StarredElement) and bindable(el.value, qn)
                                          for el in xs.elements)
     if isinstance(xs, cst.BinaryOperation) and isinstance(xs.operator, cst.Add):
-        return bindable(xs.left) and bindable(xs.right)
+        return bindable(xs.left, qn) and bindable(xs.right, qn)
     if isinstance(xs, cst.Subscript):
         return dotted(xs.value) is not None and all(
             isinstance(el.slice, cst.Index) and (isinstance(el.slice.value, (cst.Integer, cst.SimpleString))
                                                  or dotted(el.slice.value) is not None)
             for el in xs.slice)
-    return False
+    inner = _view_of(xs, qn)
+    return inner is not None and bindable(inner, qn)
 
 
-def leaves(xs: cst.BaseExpression) -> list:
+def leaves(xs: cst.BaseExpression, qn=None) -> list:
     """[(key, expr)] of the names a sources expression is made of (``[y1] + grads`` -> y1, grads;
-    ``a[part]`` -> a)."""
+    ``a[part]`` -> a; ``list(d.values())`` -> d)."""
     key = dotted(xs)
     if key is not None:
         return [(key, xs)]
     if isinstance(xs, (cst.List, cst.Tuple)):
-        return [kv for el in xs.elements for kv in leaves(el.value)]
+        return [kv for el in xs.elements for kv in leaves(el.value, qn)]
     if isinstance(xs, cst.BinaryOperation):
-        return leaves(xs.left) + leaves(xs.right)
+        return leaves(xs.left, qn) + leaves(xs.right, qn)
     if isinstance(xs, cst.Subscript):
-        return leaves(xs.value)
-    return []
-
-
+        return leaves(xs.value, qn)
+    inner = _view_of(xs, qn)
+    return leaves(inner, qn) if inner is not None else []
