@@ -30,9 +30,13 @@ def home(c: Call, parents) -> tuple[cst.CSTNode, cst.BaseSuite]:
         return stmt, block
     ys = chain_items(c.ys) if not isinstance(c.ys, cst.Tuple) else None
     xs = chain_items(c.xs)
-    if ys is None or xs is None:
+    if xs is None:
         return stmt, block
-    ys_keys = {k for k, _ in ys}
+    # an expression as the targets (`tf.reduce_sum(scores)`) is evaluated at the end of the tape,
+    # in the enclosing block: what it reads must not change before the call
+    ys_keys = {k for k, _ in ys} if ys is not None else set(effects(c.ys).data)
+    if not ys_keys:
+        return stmt, block
     src_keys = {k for k, _ in xs}
     slice_keys: Optional[set] = None
     loop = False
@@ -57,7 +61,7 @@ def home(c: Call, parents) -> tuple[cst.CSTNode, cst.BaseSuite]:
         if touches(header, ys_keys):
             # `for loss in losses:` -- the targets are the elements of a list made before the loop
             key = dotted(owner.iter) if isinstance(owner, cst.For) else None
-            if key is None or set(header) != set(ys_keys) or slice_keys is not None:
+            if key is None or ys is None or set(header) != set(ys_keys) or slice_keys is not None:
                 break
             new_slice = {key}
         outer_stmt, outer_block = _stmt_block(owner, parents)

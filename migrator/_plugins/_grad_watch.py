@@ -53,10 +53,18 @@ class WatchProof:
             single = it.orig is None or (isinstance(it.orig, cst.SimpleStatementLine) and len(it.orig.body) == 1)
             if value is None or not single:
                 raise Refuse("TFG133", self._unwatchable(src.key, j))
-            if fresh.get(src.key) is None and any(not self.flat[i].inert for i in range(s, j)):
-                raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)} from an existing value, "
-                                       "which the lines before it in the tape may already use; watch it before "
-                                       "its first use by hand")
+            earlier = [i for i in range(s, j) if not self.flat[i].inert and not self.flat[i].dead]
+            if fresh.get(src.key) is None and earlier:
+                value_code = self._code(value)
+                alias = dotted(value) is not None or isinstance(value, cst.Subscript)
+                if alias and touches(set().union(*(self.flat[i].fx.reads for i in earlier)), set(_roots(value))):
+                    raise Refuse("TFG133", f"`{src.key}` is bound at line {self.line(j)} to `{value_code}`, "
+                                           f"which line {self.line(earlier[0])} already uses inside the tape; watch "
+                                           "it before its first use by hand")
+                # what a call hands back may be a tensor (one of its arguments, a cached one) that the
+                # earlier lines reach some other way
+                self._assume(c, f"the lines of the tape before line {self.line(j)} do not use the tensor "
+                                f"`{value_code}` hands back")
             src.after = j
             c.proof.append(f"`{src.key}` is watched right after line {self.line(j)}, where it is made")
         if c.xs_leaves:
@@ -149,6 +157,12 @@ def _view_of(xs: cst.BaseExpression, qn) -> Optional[cst.BaseExpression]:
     if isinstance(inner, cst.Call) and len(inner.args) == 1 and "six.itervalues" in _qualified(inner.func, qn):
         return inner.args[0].value  # list(six.itervalues(d))
     return inner
+
+
+def _roots(value: cst.BaseExpression) -> list:
+    from migrator._plugins._dataflow import effects
+
+    return [r for r in effects(value).data]
 
 
 def _is_list_expression(xs: cst.BaseExpression, qn) -> bool:
