@@ -118,6 +118,8 @@ def watch_points(g: Group) -> tuple[list, dict]:
                 continue
             seen.add(src.key)
             exprs = src.watch if src.watch is not None else [src.expr]
+            if src.inner is not None:
+                continue  # watched inside a with body (inner_watches)
             if src.after is None or src.after < g.s:
                 start.extend(exprs)
             else:
@@ -132,6 +134,21 @@ class Apply(cst.CSTTransformer):
         self.replacements = replacements
         self.block_plans = block_plans
         self.gen = codegen
+        self.inner: dict[int, list] = {}  # id(line in a with body) -> [(tape, source expr)]
+        for c in replacements.values():
+            for src in c.sources:
+                if src.inner is not None:
+                    self.inner.setdefault(id(src.inner), []).append((c.group.name, src.expr))
+
+    def _with_inner_watches(self, original, updated):
+        if not self.inner or not any(id(s) in self.inner for s in original.body):
+            return updated
+        body = []
+        for orig, upd in zip(original.body, updated.body):
+            body.append(upd)
+            for tape, expr in self.inner.get(id(orig), []):
+                body.append(_stmt(call_expr(f"{tape}.watch", [_clean(expr)], [])))
+        return updated.with_changes(body=body)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         c = self.replacements.get(id(original))
@@ -142,6 +159,7 @@ class Apply(cst.CSTTransformer):
         return self.gen.result(c) if c is not None else updated
 
     def leave_IndentedBlock(self, original, updated):
+        updated = self._with_inner_watches(original, updated)
         plan = self.block_plans.get(id(original))
         return updated if plan is None else updated.with_changes(body=self._build(updated, plan))
 

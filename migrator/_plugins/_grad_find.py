@@ -84,6 +84,7 @@ class Source:
     expr: cst.BaseExpression
     after: Optional[int] = None  # watch right after this item; None: at the start of the tape
     watch: Optional[list] = None  # expressions to watch instead of ``expr`` (the values a list names)
+    inner: Optional[cst.CSTNode] = None  # watch after this line inside the with body of item ``after``
 
 
 @dataclass

@@ -35,7 +35,7 @@ import libcst.matchers as m
 from migrator._plugins._dataflow import touches
 from migrator._plugins._grad_find import STATE, TRAINABLE, Call, Item, Refuse, Source, chain_items
 from migrator._plugins._grad_values import META_ATTRS, is_fresh
-from migrator._plugins._grad_watch import WatchProof, bindable, leaves
+from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
 from migrator.tfnames import dotted
 
 
@@ -251,6 +251,9 @@ class Prover(WatchProof):
             if not aliases or len(aliases) != len(value.elements) or any(p is None for p in points):
                 return None
             return min(points)
+        if value is None and isinstance(self.flat[j].orig, cst.With):
+            line = with_binding(self.flat[j].orig, key)  # made on its own line inside a with body
+            value = line.body[0].value if line is not None else None
         if value is None or not is_fresh(value, self.an.qn):
             return None
         if self.scope.in_loop and any(key in self.flat[i].fx.assigns for i in range(j + 1, len(self.flat))):

@@ -7,9 +7,9 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator._plugins._dataflow import touches
+from migrator._plugins._dataflow import effects, touches
 from migrator._plugins._grad_find import TRAINABLE, Call, Refuse, Source, chain_items
-from migrator._plugins._grad_values import value_kind
+from migrator._plugins._grad_values import is_fresh, value_kind
 from migrator.tfnames import dotted
 
 
@@ -51,6 +51,8 @@ class WatchProof:
             it = self.flat[j]
             value = self._binding_value(j, src.key)
             single = it.orig is None or (isinstance(it.orig, cst.SimpleStatementLine) and len(it.orig.body) == 1)
+            if (value is None or not single) and self._watch_inside_with(c, src, j):
+                continue
             if value is None or not single:
                 raise Refuse("TFG133", self._unwatchable(src.key, j))
             earlier = [i for i in range(s, j) if not self.flat[i].inert and not self.flat[i].dead]
@@ -77,6 +79,23 @@ class WatchProof:
         if c.kind == "hess" and dotted(c.xs) is not None and self._source_kind(dotted(c.xs), k) != "tensor":
             raise Refuse("TFG124", f"cannot tell that `{dotted(c.xs)}` is one tensor; pass tf.hessians a "
                                    "tensor bound by a TF call, or migrate by hand")
+
+    def _watch_inside_with(self, c: Call, src: Source, j: int) -> bool:
+        """A fresh source made on its own line inside a ``with`` body (``with tf.variable_scope(..):
+        interp = a + t * (b - a); d = D(interp)``) is watched right after that line, inside the body:
+        a with body runs once, in order.  No if/for/try may stand between the item and the line."""
+        node = self.flat[j].orig
+        line = with_binding(node, src.key) if isinstance(node, cst.With) else None
+        if line is None:
+            return False
+        value = line.body[0].value
+        if not is_fresh(value, self.an.qn):
+            return False
+        src.inner = line
+        src.after = j
+        c.proof.append(f"`{src.key}` is made by a TF op on its own line inside the `with` at line {self.line(j)} "
+                       "and watched right after it, in that body")
+        return True
 
     def _unwatchable(self, key: str, j: int) -> str:
         """Why a source bound at item j cannot be watched right after its binding, and what to do."""
@@ -159,9 +178,32 @@ def _view_of(xs: cst.BaseExpression, qn) -> Optional[cst.BaseExpression]:
     return inner
 
 
-def _roots(value: cst.BaseExpression) -> list:
-    from migrator._plugins._dataflow import effects
+def with_binding(node: cst.With, key: str) -> Optional[cst.SimpleStatementLine]:
+    """The last line of a chain of with bodies that binds ``key`` (alone, ``key = value``), if the
+    chain binds it nowhere else and through nothing but plain lines and nested withs."""
+    found: list = []
 
+    def walk(w: cst.With) -> bool:
+        for st in w.body.body:
+            if isinstance(st, cst.With):
+                if not walk(st):
+                    return False
+            elif isinstance(st, cst.SimpleStatementLine):
+                fx = effects(st)
+                if any(a == key or key.startswith(a + ".") for a in fx.assigns):
+                    if len(st.body) == 1 and isinstance(st.body[0], cst.Assign) and \
+                            len(st.body[0].targets) == 1 and dotted(st.body[0].targets[0].target) == key:
+                        found.append(st)
+                    else:
+                        return False
+            elif touches(effects(st).writes, {key}):
+                return False  # bound inside an if/for/try
+        return True
+
+    return found[-1] if walk(node) and len(found) == 1 else None
+
+
+def _roots(value: cst.BaseExpression) -> list:
     return [r for r in effects(value).data]
 
 
