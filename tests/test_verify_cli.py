@@ -101,8 +101,7 @@ def _tool(*args, cwd):
 def test_real_verify_of_a_script_and_a_notebook(tmp_path):
     """The real plugins and the real verifier: a script and a notebook, each site with a verdict line."""
     (tmp_path / "s.py").write_text(GRADIENT)
-    cells = ["%matplotlib inline\n", "import tensorflow as tf\n", "x = tf.constant([1.0, 2.0])\ny = x * x * x\n",
-             "g = tf.gradients(y, x)\n", "with tf.Session() as s:\n    print(s.run(g))\n"]
+    cells = ["%matplotlib inline\n", "import tensorflow as tf\n", "x = tf.constant([1.0, 2.0])\ny = x * x * x\ng = tf.gradients(y, x)\n", "with tf.Session() as s:\n    print(s.run(g))\n"]
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c}
                     for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "n.ipynb").write_text(json.dumps(nb, indent=1) + "\n")

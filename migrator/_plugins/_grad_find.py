@@ -25,13 +25,8 @@ APIS = {GRADIENTS: "grad", HESSIANS_API: "hess", JAC: "jac", BJAC: "bjac"}
 API_LEAVES = {"gradients", "hessians", "jacobian", "batch_jacobian"}
 
 #: keras.backend.gradients spellings (graph-only; reported, never rewritten)
-KERAS_GRADIENTS = {
-    "keras.backend.gradients",
-    "tensorflow.keras.backend.gradients",
-    "tensorflow.python.keras.backend.gradients",
-    "tf_keras.backend.gradients",
-    "keras.src.backend.gradients",
-}
+KERAS_GRADIENTS = {"keras.backend.gradients", "tensorflow.keras.backend.gradients", "tf_keras.backend.gradients",
+                   "tensorflow.python.keras.backend.gradients", "keras.src.backend.gradients"}
 
 #: (positional order, arguments that carry over, arguments dropped with a note)
 SIGNATURES = {
@@ -443,15 +438,14 @@ def _in_outer_iter(node: cst.CSTNode, for_in: cst.CompFor, parents) -> bool:
 
 
 def _contains(expr: cst.CSTNode, ids: set) -> bool:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, node):
-            if id(node) in ids:
-                found.append(node)
-
-    expr.visit(V())
-    return bool(found)
+    """Whether ``expr`` holds one of the calls whose ids are ``ids``."""
+    todo = [expr]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.Call) and id(node) in ids:
+            return True
+        todo.extend(node.children)
+    return False
 
 
 def chain_items(expr: cst.BaseExpression) -> Optional[list]:
@@ -500,6 +494,4 @@ def may_have_candidates(code: str) -> bool:
                 root = root.value
             if isinstance(root, ast.Name) and root.id in imported:
                 return True
-        elif isinstance(node, ast.Name) and node.id in api_names:
-            return True
-    return False
+    return any(isinstance(node, ast.Name) and node.id in api_names for node in ast.walk(tree))
