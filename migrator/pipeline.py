@@ -229,12 +229,32 @@ class FileContext:
     facts: dict = field(default_factory=dict)
     #: maps a line of the module a plugin receives to the original file's line
     _back: Optional[dict] = None
+    #: the module libcst parsed from ``source`` (no node object appears twice in it)
+    parsed: object = None
+    #: id(module) -> (module, MetadataWrapper): one per module object, shared by the plugins
+    _wrappers: dict = field(default_factory=dict)
 
     def original_line(self, line: int) -> int:
         """Plugins see the output of earlier plugins; sites report original lines."""
         if self._back is None:
             return line
         return self._back.get(line, line)
+
+    def metadata(self, module):
+        """The libcst ``MetadataWrapper`` of ``module``, shared by every plugin that receives
+        this very module object: scopes, qualified names, parents and positions (the costly
+        part of a file's analysis) are resolved once per file, not once per plugin.
+
+        Its ``.module`` is ``module`` itself when that is the parsed module (whose nodes are
+        all distinct); a module an earlier plugin rebuilt may reuse a node in two places,
+        so it is copied first, as libcst does by default.
+        """
+        held = self._wrappers.get(id(module))
+        if held is None or held[0] is not module:
+            from libcst.metadata import MetadataWrapper
+
+            held = self._wrappers[id(module)] = (module, MetadataWrapper(module, unsafe_skip_copy=module is self.parsed))
+        return held[1]
 
 
 def line_map(old: str, new: str) -> dict[int, int]:
@@ -269,24 +289,26 @@ def migrate_text(
         return source, []  # the words appear only in strings, comments or unrelated names
     import libcst as cst  # lazily: only files that passed the prefilter pay for it
 
+    from migrator._cstwalk import read_only_visits
     from migrator._plugins import plugins
 
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as e:
         raise _parse_error(source, e) from None
-    ctx = FileContext(path=path, index=index, options=options, source=source)
+    ctx = FileContext(path=path, index=index, options=options, source=source, parsed=module)
     current = source
-    for plugin in plugins():
-        if options.select is not None and plugin.name not in options.select:
-            continue
-        if not plugin.matches(current.encode("utf-8", "surrogatepass")):
-            continue
-        module = plugin.rewrite(module, ctx)
-        rendered = module.code
-        if rendered != current:
-            current = rendered
-            ctx._back = line_map(source, current)
+    with read_only_visits():  # libcst visitors stop rebuilding the tree while our plugins run
+        for plugin in plugins():
+            if options.select is not None and plugin.name not in options.select:
+                continue
+            if not plugin.matches(current.encode("utf-8", "surrogatepass")):
+                continue
+            module = plugin.rewrite(module, ctx)
+            rendered = module.code
+            if rendered != current:
+                current = rendered
+                ctx._back = line_map(source, current)
     if current != source:
         forward = line_map(current, source)  # original line -> new line
         for site in ctx.sites:

@@ -295,9 +295,13 @@ class Found:
         return self.col.positions[node].start.line
 
 
-def find_sites(module: cst.Module) -> Optional[Found]:
-    """The override blocks and registrations of ``module`` (None when it has no block)."""
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+def find_sites(module: cst.Module, wrapper: Optional[MetadataWrapper] = None) -> Optional[Found]:
+    """The override blocks and registrations of ``module`` (None when it has no block).
+
+    ``wrapper``: a MetadataWrapper of ``module`` itself (not a copy) whose resolved
+    metadata other plugins may reuse (``FileContext.metadata``); one is made when absent."""
+    if wrapper is None or wrapper.module is not module:  # the plan rewrites these very nodes
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     qnames = QualifiedNames(wrapper.resolve(QualifiedNameProvider))
     positions = wrapper.resolve(PositionProvider)
     col = Collector(qnames, positions)

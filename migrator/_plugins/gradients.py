@@ -74,7 +74,7 @@ class GradientRewrite:
 
     def __init__(self, module: cst.Module, ctx) -> None:
         self.ctx = ctx
-        self.wrapper = cst.metadata.MetadataWrapper(module)
+        self.wrapper = ctx.metadata(module)  # shared with the plugins before (same module object)
         self.module = self.wrapper.module
         self.find = Find()
         self.names = NameAllocator(self.module)

@@ -51,7 +51,7 @@ class OverridesPlugin(Plugin):
         from migrator._plugins._override_find import find_sites
         from migrator._plugins._override_plan import Planner, build_plan
 
-        found = find_sites(module)
+        found = find_sites(module, ctx.metadata(module))
         if found is None:
             return module
         plan = build_plan(Planner(found, ctx))
