@@ -123,6 +123,8 @@ class RunIndex:
             return
         if not _has_candidates(tree):
             self.quiet_paths.add(path)
+        if "RegisterGradient" not in source and "gradient_override_map" not in source:
+            return  # no registration or map to record: skip the second walk
         facts = scan_tree(tree)  # registrations count even in a quiet file (cross-file overrides)
         for reg in facts.registrations:
             reg.path = path

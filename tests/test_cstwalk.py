@@ -198,6 +198,7 @@ def _metadata(module: cst.Module) -> dict:
     return out
 
 
+@pytest.mark.slow  # every provider over the real corpus, twice (about 10 s)
 def test_metadata_is_the_same():
     for name, module in _modules():
         _cstwalk.uninstall()

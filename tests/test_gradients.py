@@ -551,6 +551,7 @@ def _close(a, b) -> bool:
     return abs(a - b) <= 1e-6 + 1e-5 * abs(b)
 
 
+@pytest.mark.slow  # one batched TensorFlow run of every fixture (about 30 s)
 @pytest.mark.parametrize("mode", ["v1r", "v2", "fn"])
 @pytest.mark.parametrize("case", RUNNABLE, ids=[os.path.basename(c) for c in RUNNABLE])
 def test_after_computes_what_before_computed(case, mode, numbers):
@@ -565,6 +566,7 @@ def test_after_computes_what_before_computed(case, mode, numbers):
     assert _close(old, new), (old, new)
 
 
+@pytest.mark.slow  # uses the batched TensorFlow run
 def test_integer_source_gives_none_in_every_mode(numbers):
     case = os.path.join(ROOT, "fixtures", "grad_integer_source")
     for mode in ("v1", "v1r", "v2"):

@@ -277,6 +277,7 @@ RETRACE = [
 ]
 
 
+@pytest.mark.slow  # traces every op with TensorFlow
 @pytest.mark.skipif(not HAVE_TF, reason="needs TensorFlow")
 def test_shipped_table_matches_fresh_trace():
     """Re-trace with tools/gen_op_table.py's own code; must equal the shipped data
@@ -338,6 +339,7 @@ def test_tf2_status_of_tf1_names():
     assert optable.tf2_status("tensorflow.where") == ("differs", None)
 
 
+@pytest.mark.slow  # traces every op with TensorFlow
 @pytest.mark.skipif(not HAVE_TF, reason="needs TensorFlow")
 def test_shipped_variants_match_a_fresh_trace():
     code = textwrap.dedent("""

@@ -380,6 +380,7 @@ def test_every_migrated_fixture_is_probed():
     assert missing == []
 
 
+@pytest.mark.slow  # one batched TensorFlow run of every fixture (about 30 s)
 @pytest.mark.parametrize("mode", ["v1r", "v2", "fn"])
 @pytest.mark.parametrize("case", [c for c in PROBED if _migrated(c)], ids=lambda c: os.path.basename(c))
 def test_migrated_fixture_computes_what_tf1_computed(case, mode, ov_numbers):
@@ -391,6 +392,7 @@ def test_migrated_fixture_computes_what_tf1_computed(case, mode, ov_numbers):
         assert numbers_harness.close(a["grads"], b["grads"]), (probe, "gradients", a["grads"], b["grads"])
 
 
+@pytest.mark.slow  # uses the batched TensorFlow run
 @pytest.mark.parametrize("case", UNSAFE, ids=lambda c: os.path.basename(c))
 def test_refusal_is_needed_the_unsafe_rewrite_differs_on_some_input(case, ov_numbers):
     """The assumption --unsafe-fixes takes is false for this probe: the numbers change."""
