@@ -369,8 +369,7 @@ class GradientRewrite:
         if manual:
             raise Refuse("TFG128", f"the tape would differentiate through `{manual}(...)`, whose gradient call "
                                    "stays manual; migrate that one first, then re-run")
-        if not self.find.session:
-            self._no_collections(c, flat, s, e)
+        self._no_collections(c, flat, s, e)  # a Session script too: verify runs it in TF2 eager as well
         if self.find.session:
             for i in range(s, e + 1):
                 node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
@@ -443,8 +442,9 @@ class GradientRewrite:
         return holders
 
     def _no_collections(self, c: Call, flat: list, s: int, e: int) -> None:
-        """Outside a Session script the code runs in TF2, where graph collections are empty: a
-        tape over them would silently see no sources or miss loss terms."""
+        """Under TF2 (eager, and tf.function) graph collections are empty: a tape over them would
+        silently see no sources or miss loss terms.  A Session script is no exception: the
+        rewrite must hold in TF2 too, not only under the Session it still has."""
         nodes = [c.xs] + [flat[i].orig if flat[i].orig is not None else flat[i].hoist[1]
                           for i in range(s, e + 1) if flat[i].orig is not None or flat[i].hoist]
         for node in nodes:
