@@ -77,6 +77,8 @@ class Project:
         self._text: dict[str, Optional[str]] = {}
         self._trees: dict[str, Optional[ast.Module]] = {}
         self._grep: dict[tuple, list[str]] = {}
+        self._imported: dict[str, list[tuple[str, int]]] = {}
+        self._overrides: dict[str, list[Location]] = {}
 
     # -- files ------------------------------------------------------------
     def files(self) -> Optional[list[str]]:
@@ -161,7 +163,10 @@ class Project:
 
     def imports(self, path: str) -> list[tuple[str, int]]:
         """Project files ``path`` imports (with the importing line), in order."""
-        return list(_imports(self, os.path.abspath(path)))
+        path = os.path.abspath(path)
+        if path not in self._imported:  # closures and importers ask for the same files again and again
+            self._imported[path] = list(_imports(self, path))
+        return self._imported[path]
 
     def import_closure(self, path: str, depth: int = 3) -> list[str]:
         """Project files reachable from ``path`` by imports, ``depth`` levels deep (path excluded)."""
@@ -276,11 +281,14 @@ class Project:
 
     def override_entries(self, path: str) -> list[Location]:
         """``gradient_override_map`` uses in ``path`` (as the run found it before rewriting)."""
-        tree = self.tree(path)
-        if tree is None:
-            return []
-        return [Location(os.path.abspath(path), n.lineno) for n in ast.walk(tree)
+        path = os.path.abspath(path)
+        if path not in self._overrides:
+            text = self.text(path)
+            tree = self.tree(path) if text and "gradient_override_map" in text else None  # the word first
+            self._overrides[path] = [] if tree is None else [
+                Location(path, n.lineno) for n in ast.walk(tree)
                 if isinstance(n, ast.Attribute) and n.attr == "gradient_override_map"]
+        return self._overrides[path]
 
     def callers(self, path: str, func: str) -> Optional[list[CallSite]]:
         """Every call of the module-level function ``func`` defined in ``path``, found in
@@ -344,11 +352,54 @@ def _is_namespace(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars"
 
 
+def _statements(tree: ast.AST):
+    """Every statement of ``tree``, nested ones included (imports are statements: no need
+    to walk the expressions, most of a tree's nodes)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                todo.extend(reversed(block))
+
+
+#: an import statement at the start of a line, with its parenthesised or backslash-continued tail
+_IMPORT_STATEMENT = re.compile(
+    r"^[ \t]*(?:from[ \t]+\.*[\w.]*[ \t]+import\b(?:[ \t]*\([^)]*\)[^\n]*|[^\n]*(?:\\\n[^\n]*)*)"
+    r"|import[ \t]+[^\n]*(?:\\\n[^\n]*)*)", re.M)
+
+
+def _import_nodes(project: Project, path: str) -> list:
+    """The import statements of ``path``.  Import closures read hundreds of files: each
+    import is parsed on its own (the file as a whole only when one does not parse alone);
+    a line in a string that looks like an import only adds a module, never hides one."""
+    tree = project._trees.get(path)
+    if tree is None and path not in project._trees:
+        text = project.text(path)
+        if text is None:
+            return []
+        out, line, pos = [], 1, 0
+        for m in _IMPORT_STATEMENT.finditer(text):
+            line += text.count("\n", pos, m.start())
+            pos = m.start()
+            try:
+                body = ast.parse(m.group(0).strip()).body
+            except (SyntaxError, ValueError):
+                tree = project.tree(path)
+                break
+            for node in body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    node.lineno = line
+                    out.append(node)
+        else:
+            return out
+    return [] if tree is None else [n for n in _statements(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
 def _imports(project: Project, path: str):
-    tree = project.tree(path)
-    if tree is None:
-        return
-    for node in ast.walk(tree):
+    for node in _import_nodes(project, path):
         if isinstance(node, ast.Import):
             for a in node.names:
                 q = project.resolve(a.name, 0, path)
