@@ -25,7 +25,7 @@ from migrator._plugins._override_opproof import (
     operator_possible,
 )
 from migrator._plugins._override_pyfunc import scan_py_func
-from migrator._plugins._override_tfvalues import PYTHON, TENSOR, UNKNOWN, Value, dtype_name
+from migrator._plugins._override_tfvalues import PYTHON, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value, dtype_name
 from migrator.tfnames import dotted
 
 #: TF functions that create no op at all (so they never meet an override).
@@ -121,12 +121,17 @@ class OpScanner:
     def _operator(self, node, op_cls, operands, stmt, emap, block, found, scope) -> None:
         vals = [self.values.of(o, scope) for o in operands]
         labels = [code(o) for o in operands]
+        sym = f"`{_SYMBOL.get(op_cls, op_cls)}`"
+
+        def possible_for(values):
+            return operator_possible(op_cls, Inputs.of(values, labels))
         if all(v.kind == PYTHON for v in vals):
+            self._closed_world(vals, None, possible_for, emap, True, f"{sym} on {_list(labels)}")
             return  # Python arithmetic: no op is created
-        possible = operator_possible(op_cls, Inputs.of(vals, labels))
+        possible = possible_for(vals)
         if possible is None:
             return
-        sym = f"`{_SYMBOL.get(op_cls, op_cls)}`"
+        self._closed_world(vals, possible, possible_for, emap, True, f"{sym} on {_list(labels)}")
         verdict = self._verdict(possible, emap, True, f"{sym} on {_list(labels)}", labels)
         if verdict is None:
             return
@@ -225,19 +230,39 @@ class OpScanner:
             else:
                 vals.append(self.values.of(expr, scope))
             labels.append(code(expr))
-        if vals and all(v.kind == PYTHON for v in vals):
-            return  # constants in, constants out: no gradient path runs through these ops
         has_lists = any(i.endswith("[*]") or "[" in i for i in _all_inputs(info))
         cast_target = None
         if "dtype" in bound:
             cast_target = dtype_name(code(bound["dtype"][1]))
-        possible = function_possible(name, info, Inputs.of(vals, labels, lengths), set(bound), has_lists, cast_target)
         label = f"`{code(call.func)}`"
-        verdict = self._verdict(possible, emap, bool(info.get("direct")), label, labels)
+
+        def possible_for(values):
+            return function_possible(name, info, Inputs.of(values, labels, lengths), set(bound), has_lists, cast_target)
+        direct = bool(info.get("direct"))
+        if vals and all(v.kind == PYTHON for v in vals):
+            self._closed_world(vals, None, possible_for, emap, direct, label)
+            return  # constants in, constants out: no gradient path runs through these ops
+        possible = possible_for(vals)
+        self._closed_world(vals, possible, possible_for, emap, direct, label)
+        verdict = self._verdict(possible, emap, direct, label, labels)
         if verdict is None:
             return
         self.ev.prove(f"`{verdict}` made by {label} ({_facts(possible)}; op table entry {name})")
         self._candidate_from_call(call, name, info, verdict, stmt, emap, block, found, bound, scope)
+
+    def _closed_world(self, vals, possible, possible_for, emap, direct: bool, label: str) -> None:
+        """"No mapped op here" drawn from what the project's callers pass is an assumption:
+        an importer, a test or a notebook may pass a dtype, a rank or a tensor for which the
+        op is made and TF1 applied the override (a cast to the callers' dtype is no op)."""
+        if not any(v.callers for v in vals) or (possible is not None and decide(possible, emap, direct).kind != "none"):
+            return
+        open_world = possible_for([UNKNOWN_VALUE if v.callers else v for v in vals])
+        if open_world is None or decide(open_world, emap, direct).kind == "none":
+            return
+        where = ", ".join(sorted(set().union(*(v.origin for v in vals if v.callers))))
+        self.ev.assume(f"no caller outside the project passes other inputs ({where})", _AMBIGUOUS,
+                       f"{label} makes no op of a mapped type only for what the project's callers pass ({where}); "
+                       "a caller elsewhere (an importer, a test) may pass a dtype, rank or tensor for which it does")
 
     def _verdict(self, possible: Possible, emap, direct: bool, label: str, labels: list[str]) -> Optional[str]:
         """The mapped op type this call makes and can be wrapped as, or None for none."""

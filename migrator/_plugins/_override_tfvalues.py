@@ -34,6 +34,8 @@ class Value:
     dtypes: Optional[frozenset] = None  # None: any dtype
     ranks: Optional[frozenset] = None  # None: any static rank
     origin: frozenset = field(default_factory=frozenset)  # "file:line" the facts come from
+    #: the facts hold for what the project's callers pass, not for every caller
+    callers: bool = False
 
     def join(self, other: "Value") -> "Value":
         if self.kind == BOTTOM:
@@ -43,10 +45,10 @@ class Value:
         kind = self.kind if self.kind == other.kind else UNKNOWN
         dtypes = None if self.dtypes is None or other.dtypes is None else self.dtypes | other.dtypes
         ranks = None if self.ranks is None or other.ranks is None else self.ranks | other.ranks
-        return Value(kind, dtypes, ranks, self.origin | other.origin)
+        return Value(kind, dtypes, ranks, self.origin | other.origin, self.callers or other.callers)
 
     def with_origin(self, where: str) -> "Value":
-        return Value(self.kind, self.dtypes, self.ranks, self.origin | {where})
+        return Value(self.kind, self.dtypes, self.ranks, self.origin | {where}, self.callers)
 
 
 BOTTOM_VALUE = Value(BOTTOM)

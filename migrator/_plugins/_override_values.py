@@ -53,9 +53,18 @@ class Values:
         if depth > 12:
             return UNKNOWN_VALUE
         if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
-                             cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp,
-                             cst.DictComp, cst.SetComp, cst.Lambda)):
+                             cst.FormattedString, cst.Lambda)):
             return PY
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set, cst.Dict)):
+            # a display is a Python value, but one holding tensors is not a constant: `tf.concat(parts)`
+            # with `parts = [tf.tanh(x)]` makes an op (an Identity for one tensor)
+            items = [getattr(e, "value", None) for e in expr.elements]
+            if any(i is None or isinstance(e, (cst.StarredElement, cst.StarredDictElement))
+                   for i, e in zip(items, expr.elements)):
+                return UNKNOWN_VALUE
+            return PY if all(self.of(i, scope, depth + 1).kind == PYTHON for i in items) else UNKNOWN_VALUE
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.DictComp)):
+            return UNKNOWN_VALUE  # its elements may be tensors
         if isinstance(expr, cst.Name):
             if expr.value in ("True", "False", "None"):
                 return PY
@@ -221,6 +230,8 @@ class Values:
                 value = self._ast(site.path).value(arg, site.scope, depth + 1, self).with_origin(
                     f"{os.path.basename(site.path)}:{site.line}")
             out = out.join(value)
+        if out.kind not in (UNKNOWN_VALUE.kind, BOTTOM):
+            out = Value(out.kind, out.dtypes, out.ranks, out.origin, callers=True)
         self._params[key] = out
         return out
 
