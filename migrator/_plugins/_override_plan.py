@@ -1,7 +1,10 @@
 """Turn proven override blocks into a plan: refusals, helpers, wrappers, removals, sites."""
 from __future__ import annotations
 
+import ast
 import os
+import struct
+
 import libcst as cst
 
 from migrator import codes, optable
@@ -224,8 +227,22 @@ def _attr_value(p: Planner, cands: list[Candidate], attr: str):
             return None
         values.add(repr(d))
     if len(values) == 1 and None not in values:
-        return ("paste", cst.parse_expression(values.pop()))
+        return ("paste", cst.parse_expression(_as_attr(values.pop())))
     return ("param", None)
+
+
+def _as_attr(literal: str) -> str:
+    """The literal ``op.get_attr`` gives back: a float attr is stored in 32 bits, so
+    ``alpha=0.3`` reads back as 0.30000001192092896 (a float64 gradient sees the difference)."""
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return literal
+    if type(value) is float:
+        stored = struct.unpack("f", struct.pack("f", value))[0]
+        if stored != value and stored == stored:
+            return repr(stored)
+    return literal
 
 
 def _plan_registrations(p: Planner, results: dict, helpers: dict, regs_by_id: dict, reg_evidence: dict) -> None:

@@ -249,6 +249,13 @@ class RegistrationProof:
             if attr is not None:
                 raise Refuse("TFG115", f"{os.path.basename(site.path)}:{attr[1]} reads `.{attr[0]}` of what "
                                        f"`{fn.name.value}` returns ({label}); migrate by hand")
+            line = _ast_passed_on(site)
+            hits = self.project.text_hits(self.p.reach() or [self.p.path], [b".op"]) if line else []
+            if hits:  # e.g. `rescale(binarize(x))`, and rescale reads `t.op.type`
+                h = hits[0]
+                raise Refuse("TFG115", f"what `{fn.name.value}` returns ({label}) is passed on at "
+                                       f"{os.path.basename(site.path)}:{line}, and {os.path.basename(h.path)}:"
+                                       f"{h.line} reads `.op` of a tensor, maybe of it; migrate by hand")
 
 
 class _Hit:
@@ -315,3 +322,24 @@ def _header(node) -> str:
     if isinstance(node, cst.If):
         return f"if {code(node.test)}:"
     return {cst.For: "for ...:", cst.While: "while ...:", cst.Try: "try:", cst.With: "with ...:"}.get(type(node), "...")
+
+
+def _ast_passed_on(site) -> Optional[int]:
+    """The line where a caller hands the call's result (or a name bound to it) to a function
+    of its own or returns it, where code the rewrite does not see may read its ``.op``."""
+    call, holder = site.call, site.scope
+    if holder is None:
+        return None
+    names = {t.id for node in ast.walk(holder) if isinstance(node, ast.Assign) and node.value is call
+             for t in node.targets if isinstance(t, ast.Name)}
+
+    def is_it(node) -> bool:
+        return node is call or (isinstance(node, ast.Name) and node.id in names)
+    for node in ast.walk(holder):
+        if isinstance(node, ast.Return) and node.value is not None and is_it(node.value):
+            return node.lineno
+        if isinstance(node, ast.Call) and node is not call and isinstance(node.func, ast.Name) \
+                and node.func.id not in ("print", "len", "float", "int") \
+                and any(is_it(a) for a in list(node.args) + [k.value for k in node.keywords]):
+            return node.lineno
+    return None

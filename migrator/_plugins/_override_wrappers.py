@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import re
 from typing import Optional
 
 import libcst as cst
@@ -112,7 +113,12 @@ def _wrapper(p, c: Candidate, target, spec: Optional[HelperSpec], indent: str):
         nonlocal forward, nested
         if pname in lets:
             return lets[pname]
-        name = pname if pname not in taken and not hasattr(builtins, pname) else f"{pname}_value"
+        # a name the expression reads cannot be bound to it in the nested wrapper:
+        # `alpha = alpha` there reads the wrapper's own unbound local (UnboundLocalError)
+        reads = set(re.findall(r"[A-Za-z_]\w*", expr))
+        name = pname if pname not in taken | reads and not hasattr(builtins, pname) else f"{pname}_value"
+        while name in taken | reads:
+            name += "_"
         taken.add(name)
         lines.append(f"{name} = {expr}  # evaluated once, where TF1 made the op")
         lets[pname] = name
