@@ -279,6 +279,15 @@ class Project:
                 out += [Location(p, n.lineno, "") for n in gradients_patch_nodes(tree)]
         return out
 
+    def registry_patches(self) -> Optional[list[Location]]:
+        """Code anywhere in the project that reaches into TF's gradient registry
+        (``ops._gradient_registry``), as SHAP's DeepExplainer does to swap gradient functions
+        at run time (None: unknown)."""
+        hits = self.grep(b"_gradient_registry")
+        if hits is None:
+            return None
+        return self.text_hits(hits, [b"._gradient_registry"])
+
     def override_entries(self, path: str) -> list[Location]:
         """``gradient_override_map`` uses in ``path`` (as the run found it before rewriting)."""
         path = os.path.abspath(path)

@@ -332,6 +332,11 @@ class GradientRewrite:
             return Refuse("TFG131", f"tf.gradients is replaced at {where}; a tape would bypass that wrapper. "
                                     "Migrate the wrapper's behaviour onto the tape (e.g. clip the tape's "
                                     "gradients), remove the patch, then re-run")
+        registry = self.project.registry_patches()
+        if registry:
+            where = f"{os.path.basename(registry[0].path)}:{registry[0].line}"
+            return Refuse("TFG131", f"TF's gradient registry is changed at run time ({where}: `_gradient_registry`): "
+                                    "which gradient function an op gets depends on when a tape runs; migrate by hand")
         if self.ctx.facts.get("manual_overrides"):
             return Refuse("TFG122", "an override map in this file was left for manual migration and a tape "
                                     "would ignore it; migrate the override first, then re-run")
