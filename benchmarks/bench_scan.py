@@ -58,10 +58,11 @@ def main(argv=None) -> int:
     ns = ap.parse_args(argv)
     print(f"machine: {B.machine()}")
     if ns.tree:
-        summary = [bench(ns.tree, ns)]
+        summary = [bench(ns.tree, ns, os.path.basename(os.path.abspath(ns.tree)))]
     else:
         subsets = ["ops", "all"] if ns.subset == "both" else [ns.subset]
-        summary = [bench(build_tree(sub, ns.keep), ns) for sub in subsets]
+        labels = {"ops": "tensorflow/python/ops", "all": "tensorflow + keras"}
+        summary = [bench(build_tree(sub, ns.keep), ns, labels[sub]) for sub in subsets]
     print()
     print("summary, measured in this one run:")
     for line in summary:
@@ -69,7 +70,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def bench(tree: str, ns) -> str:
+def bench(tree: str, ns, label: str) -> str:
     """Time the three tools on ``tree``; print the table; return a one-line summary."""
     files, lines = B.count_tree(tree)
     tfgm = B.tool("tfgradmigrate")
@@ -107,7 +108,7 @@ def bench(tree: str, ns) -> str:
     print(B.table(rows, ["command", "runs", "min", "median", "cpu (min)", "lines/s (min)", "vs grep", "note"]))
     print("cpu = user + sys seconds of the command and its children (all workers)")
     print()
-    line = f"{os.path.basename(tree)}: {files} files; tfgradmigrate {B.fmt_s(tg.min)}, {tg.min / gr.min:.0f}x grep"
+    line = f"{label}: {files} files; tfgradmigrate {B.fmt_s(tg.min)}, {tg.min / gr.min:.0f}x grep"
     print(f"tfgradmigrate / grep (min):           {tg.min / gr.min:6.1f}x")
     if upgrade is not None:
         ratio = upgrade.min / tg.min
