@@ -73,7 +73,7 @@ CODES: dict[str, tuple[str, str]] = {
                "check the assumption named in the reason; if it holds, re-run with --unsafe-fixes"),
     "TFG130": ("a value from outside the tape's region may depend on the sources, so a tape would miss that path",
                "open the tape where that value is computed (often in the caller) and take the gradient there"),
-    "TFG131": ("tf.gradients is replaced at run time somewhere in the project",
+    "TFG131": ("tf.gradients, or TF's gradient registry, is replaced at run time somewhere in the project",
                "a tape would bypass the replacement; migrate the wrapper first, then re-run"),
     "TFG132": ("the region builds v1 control flow (tf.cond, tf.while_loop, ...) in a file that still runs under a Session",
                "a tape cannot differentiate v1 control flow in TF1 graph mode; move the script to TF2 first, or keep tf.gradients"),
