@@ -79,6 +79,7 @@ class Project:
         self._grep: dict[tuple, list[str]] = {}
         self._imported: dict[str, list[tuple[str, int]]] = {}
         self._overrides: dict[str, list[Location]] = {}
+        self._registry: Optional[tuple] = None  # (registry_patches(),) once asked
 
     # -- files ------------------------------------------------------------
     def files(self) -> Optional[list[str]]:
@@ -283,10 +284,10 @@ class Project:
         """Code anywhere in the project that reaches into TF's gradient registry
         (``ops._gradient_registry``), as SHAP's DeepExplainer does to swap gradient functions
         at run time (None: unknown)."""
-        hits = self.grep(b"_gradient_registry")
-        if hits is None:
-            return None
-        return self.text_hits(hits, [b"._gradient_registry"])
+        if self._registry is None:  # asked once per file with sites: answered once per run
+            hits = self.grep(b"_gradient_registry")
+            self._registry = (None if hits is None else self.text_hits(hits, [b"._gradient_registry"]),)
+        return self._registry[0]
 
     def override_entries(self, path: str) -> list[Location]:
         """``gradient_override_map`` uses in ``path`` (as the run found it before rewriting)."""

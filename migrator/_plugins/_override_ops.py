@@ -122,23 +122,24 @@ class OpScanner:
         vals = [self.values.of(o, scope) for o in operands]
         labels = [code(o) for o in operands]
         sym = f"`{_SYMBOL.get(op_cls, op_cls)}`"
+        label = f"{sym} on {_list(labels)}"
 
         def possible_for(values):
             return operator_possible(op_cls, Inputs.of(values, labels))
         if all(v.kind == PYTHON for v in vals):
-            self._closed_world(vals, None, possible_for, emap, True, f"{sym} on {_list(labels)}")
+            self._closed_world(vals, None, possible_for, emap, True, label)
             return  # Python arithmetic: no op is created
         possible = possible_for(vals)
         if possible is None:
             return
-        self._closed_world(vals, possible, possible_for, emap, True, f"{sym} on {_list(labels)}")
-        verdict = self._verdict(possible, emap, True, f"{sym} on {_list(labels)}", labels)
+        self._closed_world(vals, possible, possible_for, emap, True, label)
+        verdict = self._verdict(possible, emap, True, label, labels)
         if verdict is None:
             return
         if not any(v.kind == TENSOR for v in vals):
             unknown = [lb for lb, v in zip(labels, vals) if v.kind == UNKNOWN]
             self.ev.assume(f"{_list(unknown)} {'is a tensor' if len(unknown) == 1 else 'are tensors'}", _AMBIGUOUS,
-                           f"{sym} on {_list(labels)} makes a {verdict} op only if an operand is a tensor, "
+                           f"{label} makes a {verdict} op only if an operand is a tensor, "
                            "and the source does not show that (Python arithmetic makes no op)")
             vals = [Value(TENSOR) if v.kind == UNKNOWN else v for v in vals]
         self.ev.prove(f"`{verdict}` made by {sym} ({_facts(possible)}; operator table)")

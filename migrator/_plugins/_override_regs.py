@@ -291,21 +291,21 @@ def _loads(root, var: str, found) -> list:
     return out
 
 
+def _holds_result(holder: ast.AST, call: ast.Call):
+    """A test for "this expression is the call's result": the call itself, or a name a plain
+    assignment in ``holder`` binds to it."""
+    names = {t.id for node in ast.walk(holder) if isinstance(node, ast.Assign) and node.value is call
+             for t in node.targets if isinstance(t, ast.Name)}
+    return lambda node: node is call or (isinstance(node, ast.Name) and node.id in names)
+
+
 def _ast_identity_read(site):
     """(attr, line) when a caller reads .op/.name of the call's result, directly or through a name."""
-    call, scope = site.call, site.scope
-    holder = scope if scope is not None else None
-    if holder is None:
+    if site.scope is None:
         return None
-    names = set()
-    for node in ast.walk(holder):
-        if isinstance(node, ast.Attribute) and node.value is call and node.attr in _IDENTITY_ATTRS:
-            return node.attr, node.lineno
-        if isinstance(node, ast.Assign) and node.value is call:
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    for node in ast.walk(holder):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names \
-                and node.attr in _IDENTITY_ATTRS:
+    is_it = _holds_result(site.scope, site.call)
+    for node in ast.walk(site.scope):
+        if isinstance(node, ast.Attribute) and node.attr in _IDENTITY_ATTRS and is_it(node.value):
             return node.attr, node.lineno
     return None
 
@@ -330,11 +330,7 @@ def _ast_passed_on(site) -> Optional[int]:
     call, holder = site.call, site.scope
     if holder is None:
         return None
-    names = {t.id for node in ast.walk(holder) if isinstance(node, ast.Assign) and node.value is call
-             for t in node.targets if isinstance(t, ast.Name)}
-
-    def is_it(node) -> bool:
-        return node is call or (isinstance(node, ast.Name) and node.id in names)
+    is_it = _holds_result(holder, call)
     for node in ast.walk(holder):
         if isinstance(node, ast.Return) and node.value is not None and is_it(node.value):
             return node.lineno
