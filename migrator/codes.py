@@ -29,7 +29,7 @@ CODES: dict[str, tuple[str, str]] = {
     "TFG106": ("gradient name in the map has no registration in the files of this run",
                "pass the file that registers it in the same run, or migrate by hand"),
     "TFG107": ("graph object is not known to be a TensorFlow graph (look-alike method)",
-               "nothing to do if this is not TensorFlow; otherwise bind the graph with tf.get_default_graph()"),
+               "nothing to do if this is not TensorFlow; otherwise enter the map on tf.get_default_graph(), or inside `with graph.as_default():`"),
     "TFG108": ("an op of an overridden type is created in a way the migrator cannot wrap (inside a library function, or with arguments it cannot map to op inputs)",
                "wrap that op in a @tf.custom_gradient function by hand"),
     "TFG109": ("gradient function is passed as a value the migrator cannot follow",

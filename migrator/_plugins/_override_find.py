@@ -224,12 +224,9 @@ class Collector(cst.CSTVisitor):
             call = item.item
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "as_default":
                 self.graph_withs.append(node)
-                if (
-                    isinstance(call.func.value, cst.Call)
-                    and self.tf(call.func.value) == "tensorflow.Graph"
-                    and item.asname is not None
-                    and isinstance(item.asname.name, cst.Name)
-                ):
+                # `as g` binds the graph itself (Graph.as_default yields it), whatever spells it:
+                # tf.Graph(), sess.graph, a parameter
+                if item.asname is not None and isinstance(item.asname.name, cst.Name):
                     self.scope.graph_names[item.asname.name.value] = node
         if len(node.items) == 1:
             call = node.items[0].item

@@ -10,6 +10,7 @@ import os
 from typing import Optional, Union
 
 import libcst as cst
+import libcst.matchers as m
 
 from migrator import optable
 from migrator._plugins._override_model import Block, Evidence, Refuse, Registration, Scope, code
@@ -52,26 +53,36 @@ class Prover:
         """The map is entered on the graph the block's ops are made in."""
         expr = block.call.func.value
         if isinstance(expr, cst.Call):
-            if self.col.tf(expr) == "tensorflow.get_default_graph":
+            if self.is_default_graph_call(expr):
                 ev.prove("the map is entered on tf.get_default_graph(), the graph the block's ops are made in")
                 return
             raise self._not_graph(expr)
         key = dotted(expr)
         if key is None:
             raise self._not_graph(expr)
+        switch = self._innermost_switch(block.node)
+        rebound = "." not in key and bool(block.scope.assigns.get(key))
         s: Optional[Scope] = block.scope
         while s is not None:
-            if key in s.graph_names:
+            if key in s.graph_names and not (rebound and s is block.scope):
                 w = s.graph_names[key]
-                if self._inside(block.node, w) and s is block.scope:
+                if switch is w and s is block.scope and not rebound:
                     ev.prove(f"`{key}` is the graph made default by the enclosing `with ... as_default()` "
                              f"({self.where(w)})")
                     return
+                why = (f"`with ... as_default()` at {self.where(switch)} makes another graph the default "
+                       "inside it" if s is block.scope and switch is not None and self._inside(block.node, w)
+                       else "the block may run after that with statement ended, under another default graph")
                 ev.assume(f"`{key}` is the default graph whenever the block runs", "TFG116",
-                          f"`{key}` is the graph of `with ... as_default()` at {self.where(w)}, but the block "
-                          "may run after that with statement ended, under another default graph")
+                          f"`{key}` is the graph of `with ... as_default()` at {self.where(w)}, but {why}")
                 return
             s = s.parent
+        if switch is not None and not rebound and any(
+                isinstance(item.item, cst.Call) and isinstance(item.item.func, cst.Attribute)
+                and dotted(item.item.func.value) == key for item in switch.items):
+            ev.prove(f"`{key}` is made the default graph by the enclosing `with {key}.as_default()` "
+                     f"({self.where(switch)})")
+            return
         if isinstance(expr, cst.Attribute) and expr.attr.value == "graph":
             self._session_graph(block, expr, ev)
             return
@@ -89,7 +100,7 @@ class Prover:
                 break
             block.graph_chain.append(name)
             bound = inner
-        if not bound or not all(self._is_default_graph_call(v) for _s, v in bound):
+        if not bound or not all(self.is_default_graph_call(v) for _s, v in bound):
             if bound and len(bound) == 1 and isinstance(bound[0][1], cst.Attribute) \
                     and bound[0][1].attr.value == "graph":
                 self._session_graph(block, bound[0][1], ev)
@@ -97,6 +108,12 @@ class Prover:
             if bound and all(self._graph_like(v, block.scope) for _s, v in bound):
                 ev.assume(f"`{key}` is the default graph when the block runs", "TFG116",
                           f"`{key}` is bound to graph expressions that may not be the default graph")
+                return
+            if not bound and "." not in key and _graph_param(block.scope.params.get(key)):
+                # `def build(graph, x): with graph.gradient_override_map(...)`: the caller's graph
+                ev.assume(f"parameter `{key}` is the default graph whenever `{block.scope.node.name.value}` runs",
+                          "TFG116", f"`{key}` is a parameter: the override applied only if the caller's graph was "
+                          f"the default one; make it default with `with {key}.as_default():` around the block")
                 return
             raise self._not_graph(expr)
         owner = block.scope.binding_scope(key.split(".")[0]) if "." not in key else None
@@ -140,14 +157,31 @@ class Prover:
                   f"`{code(expr)}` may be another graph than the default one, where the override would not apply")
 
     def _not_graph(self, expr) -> Refuse:
-        return Refuse("TFG107", f"`{code(expr)}` is not known to be a TensorFlow graph; "
-                                "left alone (bind it with tf.get_default_graph() if it is one)")
+        return Refuse("TFG107", f"`{code(expr)}` is not known to be the TensorFlow graph the block's ops are "
+                                "made in")
 
-    def _is_default_graph_call(self, value) -> bool:
-        return isinstance(value, cst.Call) and self.col.tf(value) == "tensorflow.get_default_graph" and not value.args
+    def is_default_graph_call(self, value) -> bool:
+        if not isinstance(value, cst.Call) or value.args:
+            return False
+        if self.col.tf(value) == "tensorflow.get_default_graph":
+            return True
+        # `def get_graph(): return tf.get_default_graph()` at module level, called here
+        fn = self.col.module_scope.find_def(value.func.value) if isinstance(value.func, cst.Name) else None
+        top = [st for st in self.col.module_scope.node.body if isinstance(st, cst.FunctionDef)
+               and fn is not None and st.name.value == fn.name.value]
+        if fn is None or top != [fn] or fn.decorators or fn.params.params or fn.params.posonly_params:
+            return False
+        body = [st for st in fn.body.body if not m.matches(st, m.SimpleStatementLine([m.Expr(m.SimpleString())]))]
+        return len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Return(m.Call(args=[]))])) \
+            and self.col.tf(body[0].body[0].value) == "tensorflow.get_default_graph"
+
+    def _innermost_switch(self, node) -> Optional[cst.With]:
+        """The nearest enclosing `with X.as_default()` of the same function."""
+        switches = set(map(id, self.col.graph_withs))
+        return next((w for w in self._enclosing(node, cst.With) if id(w) in switches), None)
 
     def _graph_like(self, value, scope: Scope, depth: int = 0) -> bool:
-        if self._is_default_graph_call(value):
+        if self.is_default_graph_call(value):
             return True
         if isinstance(value, cst.Attribute) and value.attr.value == "graph":
             return True
@@ -160,7 +194,7 @@ class Prover:
     def is_graph(self, expr, scope: Scope) -> bool:
         """Cheap form for sites that are not blocks (ExitStack, __enter__)."""
         if isinstance(expr, cst.Call):
-            return self._is_default_graph_call(expr)
+            return self.is_default_graph_call(expr)
         key = dotted(expr)
         s: Optional[Scope] = scope
         while s is not None and key:
@@ -380,3 +414,15 @@ class _NameUses(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value == self.name:
             self.uses.append(node)
+
+
+def _graph_param(param: Optional[cst.Param]) -> bool:
+    """A parameter typed or named as a graph (`graph`, `g`, `tf_graph: tf.Graph`), not any object
+    that happens to have a gradient_override_map method."""
+    if param is None:
+        return False
+    note = dotted(param.annotation.annotation) if param.annotation is not None else None
+    if note is not None:
+        return note.split(".")[-1] == "Graph"
+    name = param.name.value.lower()
+    return name == "g" or "graph" in name

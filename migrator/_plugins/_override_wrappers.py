@@ -87,7 +87,7 @@ def _pure(p, value) -> bool:
     if isinstance(value, cst.Name):
         return True
     if isinstance(value, cst.Call):
-        return p.col.tf(value) == "tensorflow.get_default_graph" and not value.args
+        return p.prover.is_default_graph_call(value)  # also `get_graph()` returning it
     if isinstance(value, cst.Attribute) and value.attr.value == "graph":
         return dotted(value) is not None
     if isinstance(value, cst.Dict):
