@@ -109,6 +109,9 @@ class _Apply(cst.CSTTransformer):
             return new
         return updated
 
+    def leave_Lambda(self, original: cst.Lambda, updated: cst.Lambda):
+        return self.plan.helpers.get(original, updated)  # a py_func gradient lambda, converted
+
     # -- statement lists -----------------------------------------------------
     def _rebuild(self, originals: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode]) -> list:
         out: list = []

@@ -266,7 +266,8 @@ def _plan_registrations(p: Planner, results: dict, helpers: dict, regs_by_id: di
         if reg.fn is not None:
             what = f"`{reg.fn.name.value}` is now a plain gradient helper"
         else:
-            passed = sorted(d.name.value for d in plan.helpers if d is not None and d is not reg.fn)
+            passed = sorted(d.name.value if isinstance(d, cst.FunctionDef) else f"a lambda at line {p.found.line(d)}"
+                            for d in plan.helpers if d is not None and d is not reg.fn)
             what = f"the functions passed as `{reg.fn_param}` ({', '.join(passed)}) now take (inputs, *grads)"
         ev = reg_evidence.get(rid, Evidence())
         p.sites.append(Site(REGISTER_GRADIENT, "TFG002", reg.line, 1, MIGRATED,
@@ -317,16 +318,29 @@ def _convert_passed_functions(p: Planner, reg: Registration, cands: list[Candida
         raise Refuse("TFG109", f"`{fn.name.value}` is never called in this file, so the gradient passed as `{param}` is unknown")
     defs: list[cst.FunctionDef] = []
     passed: list[cst.Name] = []
-    for call, _scope in calls:
+    nested: set = set()
+    lambdas: dict = {}  # a def made from a `lambda op, grad: ...` -> the lambda
+    for call, call_scope in calls:
         given = None
         for i, a in enumerate(call.args):
             if (a.keyword is not None and a.keyword.value == param) or (a.keyword is None and i == idx and not a.star):
                 given = a.value
+        if isinstance(given, cst.Lambda):
+            d = _lambda_as_def(p, given, call_scope)
+            lambdas[d] = given
+            defs.append(d)
+            continue
         if not isinstance(given, cst.Name):
-            raise Refuse("TFG109", f"a call of `{fn.name.value}` passes no function name for `{param}`")
-        d = p.col.module_scope.defs.get(given.value)
-        if not isinstance(d, cst.FunctionDef):
-            raise Refuse("TFG109", f"`{given.value}` passed as `{param}` is not a module-level def")
+            raise Refuse("TFG109", f"a call of `{fn.name.value}` passes no function name for `{param}`; "
+                                   "define the gradient with `def` and pass its name")
+        # a def of the module, or one nested in the calling function (`def _grad(op, grad)` next
+        # to the call): the name the call reads is that def, unless something rebinds it
+        d = call_scope.find_def(given.value)
+        if not isinstance(d, cst.FunctionDef) or not _defined_once(call_scope, d):
+            raise Refuse("TFG109", f"`{given.value}` passed as `{param}` is not a def the migrator can follow "
+                                   "(defined once, in this module or the calling function)")
+        if call_scope.defs.get(given.value) is d and call_scope.parent is not None:
+            nested.add(id(d))
         passed.append(given)
         if d not in defs:
             defs.append(d)
@@ -347,12 +361,16 @@ def _convert_passed_functions(p: Planner, reg: Registration, cands: list[Candida
             )
         except Unsupported as e:
             raise Refuse("TFG105", f"`{d.name.value}`: {e}") from None
-        p.regs.only_passed(d, passed)
         for pr in proofs:
             ev.prove(pr)
+        if d in lambdas:
+            p.plan.helpers[lambdas[d]] = _def_as_lambda(spec.node, lambdas[d])
+            continue
+        p.regs.only_passed(d, passed, nested=id(d) in nested)
         p.plan.helpers[d] = spec.node
-    ev.prove(f"every call of `{fn.name.value}` in the project passes a module-level def for `{param}` "
-             f"({', '.join(d.name.value for d in defs)})")
+    named = ", ".join(d.name.value if d not in lambdas else f"a lambda at line {p.found.line(lambdas[d])}"
+                      for d in defs)
+    ev.prove(f"every call of `{fn.name.value}` in the project passes a def or a lambda for `{param}` ({named})")
     return HelperSpec(
         name=param,
         input_params=[(0, "inputs")],
@@ -362,3 +380,54 @@ def _convert_passed_functions(p: Planner, reg: Registration, cands: list[Candida
         node=fn,
     )
 
+
+def _defined_once(scope, d: cst.FunctionDef) -> bool:
+    """``d`` is the only binding of its name in the scope that holds it (no second def, no
+    assignment, no import): then every read of the name there is ``d``."""
+    name = d.name.value
+    s = scope
+    while s is not None and s.defs.get(name) is not d:
+        s = s.parent
+    if s is None:
+        return False
+    body = s.node.body.body if isinstance(s.node, cst.FunctionDef) else s.node.body
+    count = sum(1 for st in _walk_defs(body) if st.name.value == name)
+    return count == 1 and name not in s.assigns and name not in s.globals
+
+
+def _walk_defs(stmts):
+    """Defs among the statements of one scope, including those nested in if/for/with/try."""
+    for st in stmts:
+        if isinstance(st, cst.FunctionDef):
+            yield st
+        elif isinstance(st, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+            for part in (st.body, getattr(st, "orelse", None), getattr(st, "finalbody", None)):
+                if part is not None and hasattr(part, "body") and isinstance(part.body, (list, tuple)):
+                    yield from _walk_defs(part.body)
+            for h in getattr(st, "handlers", ()):
+                yield from _walk_defs(h.body.body)
+
+
+def _lambda_as_def(p: Planner, lam: cst.Lambda, scope) -> cst.FunctionDef:
+    """``lambda op, grad: e`` as ``def <lambda>(op, grad): return e``, so the one converter serves
+    both; names in ``e`` resolve in the lambda's scope."""
+    if lam.params.star_arg is not cst.MaybeSentinel.DEFAULT and lam.params.star_arg is not None \
+            or lam.params.kwonly_params or lam.params.posonly_params or lam.params.star_kwarg is not None:
+        raise Refuse("TFG109", "the gradient lambda takes other than plain (op, grad) parameters; write it as a def")
+    params = [prm.with_changes(comma=cst.MaybeSentinel.DEFAULT) for prm in lam.params.params]
+    d = cst.FunctionDef(cst.Name("_lambda"), cst.Parameters(params=params),
+                        cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(lam.body)])]))
+    p.col.scope_of_def[d] = scope
+    return d
+
+
+def _def_as_lambda(d: cst.FunctionDef, lam: cst.Lambda) -> cst.Lambda:
+    """The converted def back as the lambda it came from (its body must still be one return)."""
+    body = d.body.body
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1 \
+            or not isinstance(body[0].body[0], cst.Return) or body[0].body[0].value is None:
+        raise Refuse("TFG109", "the gradient lambda needs statements once converted; write it as a def")
+    params = list(d.params.params)
+    params = [prm.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+              for prm in params[:-1]] + params[-1:]
+    return lam.with_changes(params=lam.params.with_changes(params=params), body=body[0].body[0].value)

@@ -151,18 +151,28 @@ class RegistrationProof:
                                        "signature; migrate by hand")
         ev.prove(f"`{name}` is called only by the gradient machinery (no direct use)")
 
-    def only_passed(self, fn: cst.FunctionDef, passed: list) -> None:
-        """A gradient function handed to the py_func recipe is used nowhere else."""
+    def only_passed(self, fn: cst.FunctionDef, passed: list, nested: bool = False) -> None:
+        """A gradient function handed to the py_func recipe is used nowhere else (a nested def:
+        nowhere else in its function, and no other file can name it)."""
         uses = _NameLoads(fn.name.value)
-        self.found.module.visit(uses)
+        (self._owner(fn) if nested else self.found.module).visit(uses)
         allowed = {id(n) for n in passed} | {id(fn.name)}
         for use in uses.loads:
             if id(use) not in allowed:
                 raise Refuse("TFG113", f"`{fn.name.value}` is also used at line {self.found.line(use)}; its "
                                        "(op, grad) signature must stay; migrate by hand")
+        if nested:
+            return
         ext = self.project.external_uses(self.p.path, fn.name.value) if self.project is not None else []
         if ext is None or ext:
             raise Refuse("TFG113", f"`{fn.name.value}` is used by another file, which needs its (op, grad) signature")
+
+    def _owner(self, fn: cst.FunctionDef) -> cst.CSTNode:
+        """The function a nested def belongs to."""
+        node = self.found.parent(fn)
+        while node is not None and not isinstance(node, cst.FunctionDef):
+            node = self.found.parent(node)
+        return node if node is not None else self.found.module
 
     # -- op identity ----------------------------------------------------------
     def identity(self, cand: Candidate, scope, ev: Evidence) -> None:
