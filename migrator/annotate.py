@@ -8,6 +8,7 @@ added again.
 from __future__ import annotations
 
 import io
+import textwrap
 import tokenize
 from typing import Optional
 
@@ -15,11 +16,38 @@ from migrator.codes import CODES, title
 from migrator.model import MANUAL, Site
 
 PREFIX = "# TODO(tfgradmigrate): "
+#: a comment stays under 100 characters (the full reason is in every report)
+LIMIT = 99
 
 
-def comment_for(site: Site) -> str:
-    reason = site.reason or (title(site.code) if site.code in CODES else site.kind)
-    return f"{PREFIX}{site.code} {' '.join(reason.split())}"
+#: how the clause that says what to do begins (``...; open a tf.GradientTape where ...``)
+_FIX_VERBS = ("open ", "bind ", "move ", "make ", "call ", "migrate ", "use ", "pass ", "write ", "wrap ",
+              "define ", "import ", "re-run ", "run ", "fix ", "enter ", "read ", "register ", "keep ")
+
+
+def comments_for(site: Site) -> list[str]:
+    """One comment with what is wrong and, when the reason says what to do, one with that."""
+    reason = " ".join((site.reason or (title(site.code) if site.code in CODES else site.kind)).split())
+    head = f"{PREFIX}{site.code} "
+    room = LIMIT - len(head)
+    if len(reason) <= room:
+        return [head + reason]
+    clauses = reason.split("; ")
+    out = [head + _shorten(clauses[0], room)]
+    fix = next((c for c in clauses[1:] if c.startswith(_FIX_VERBS) and c != "migrate by hand"), None)
+    if fix is None and "--unsafe-fixes" in reason:
+        fix = "if the assumption holds, re-run with --unsafe-fixes (the report names it)"
+    if fix is not None:
+        out.append(head + _shorten(fix, room))
+    return out
+
+
+def _shorten(reason: str, room: int) -> str:
+    """The reason if it fits, else its first clause, cut at a word if that is still too long."""
+    if len(reason) <= room:
+        return reason
+    clause = reason.split("; ")[0]
+    return clause if len(clause) <= room else textwrap.shorten(clause, room, placeholder=" ...")
 
 
 def _statement_starts(text: str) -> Optional[list[int]]:
@@ -67,10 +95,10 @@ def annotate_manual_sites(text: str, sites: list[Site], back_map: Optional[dict]
         if not 1 <= line <= len(lines):
             continue
         line = starts[line] if line < len(starts) else line
-        comment = comment_for(site)
-        if comment in inserts.get(line, []) or _already_there(lines, line, site.code):
+        comments = comments_for(site)
+        if comments[0] in inserts.get(line, []) or _already_there(lines, line, site.code):
             continue
-        inserts.setdefault(line, []).append(comment)
+        inserts.setdefault(line, []).extend(comments)
     if not inserts:
         return text
     out = []

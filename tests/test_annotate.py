@@ -49,3 +49,18 @@ def test_back_map_locates_sites_in_rewritten_text_and_crlf_is_kept():
 
 def test_unknown_lines_are_ignored():
     assert annotate_manual_sites("x = 1\n", [manual(40)], None) == "x = 1\n"
+
+
+def test_comments_stay_under_100_characters_and_keep_the_first_clause():
+    long = ("`loss` is a parameter of `train_step`: the caller built it; open a tf.GradientTape where "
+            "`loss` is computed (in the caller of `train_step`), watch the sources there")
+    out = annotate_manual_sites("    x = tf.gradients(loss, w)\n", [manual(1, reason=long)], None)
+    first, fix, stmt = (ln.strip() for ln in out.splitlines())
+    assert first == "# TODO(tfgradmigrate): TFG120 `loss` is a parameter of `train_step`: the caller built it"
+    assert fix.startswith("# TODO(tfgradmigrate): TFG120 open a tf.GradientTape where `loss` is computed")
+    assert len(fix) < 100 and fix.endswith(" ...") and stmt.startswith("x = tf.gradients")
+    assert annotate_manual_sites(out, [manual(3, reason=long)], None) == out  # idempotent
+    words = "word " * 60
+    out = annotate_manual_sites("x = tf.gradients(a, b)\n", [manual(1, reason=words)], None)
+    comment = out.splitlines()[0]
+    assert len(comment) < 100 and comment.endswith(" ...") and comment.startswith("# TODO(tfgradmigrate): TFG120 word")
