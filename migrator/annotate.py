@@ -36,7 +36,7 @@ def comments_for(site: Site) -> list[str]:
     out = [head + _shorten(clauses[0], room)]
     fix = next((c for c in clauses[1:] if c.startswith(_FIX_VERBS) and c != "migrate by hand"), None)
     if fix is None and "--unsafe-fixes" in reason:
-        fix = "if the assumption holds, re-run with --unsafe-fixes (the report names it)"
+        fix = "if the assumption holds, re-run with --unsafe-fixes"
     if fix is not None:
         out.append(head + _shorten(fix, room))
     return out
