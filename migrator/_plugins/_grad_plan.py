@@ -122,7 +122,9 @@ class BlockPlanner:
         """Items the rewrite adds before the call: a hoisted ys, the inner gradient of a hessian."""
         an = self.an
         pre: list[Item] = []
-        ys = c.ys
+        # the call's own ys: `c.ys` becomes the hoisted name below, and a block is planned again
+        # when another call of the file is refused
+        ys = c.names.setdefault("ys_expr", c.ys)
         keys = chain_items(ys) if not isinstance(ys, cst.Tuple) else None
         if keys is None:
             name = c.names.get("ys") or an.names.fresh(_readable(ys))  # planned again: same name
