@@ -155,6 +155,7 @@ RULES = [
     ("ov_refuse_cast_dtype_from_callers", "Manual: \"no op here\" holds only for what the project's callers pass (TFG111)", "An importer may pass float64 to a cast to float32, which then makes a Cast op TF1 overrode; `--unsafe-fixes` assumes the project's callers are all the callers."),
     ("ov_refuse_concat_list_name", "Manual: a list of tensors of unknown length (TFG111)", "`tf.concat` of one tensor makes an Identity, of more a ConcatV2; a list held by a name or built by a comprehension does not show its length."),
     ("ov_refuse_map_changed", "Manual: a map changed where the rewrite cannot follow it (TFG103)", ""),
+    ("ov_refuse_graph_switched_in_same_with", "Manual: another graph made default after `as g` (TFG116)", "Only the last `as_default()` of a with statement is the default graph in its body; anything between the with and the block other than name_scope, variable_scope, device and control_dependencies, or a name bound again, or a context entered by hand, makes the graph an assumption."),
     ("ov_refuse_graph_param", "Manual: a graph parameter that may not be the default graph (TFG116)", "The caller may pass another graph, where TF1 never applied the override; `--unsafe-fixes` migrates it with the assumption named."),
     ("ov_refuse_other_default_graph", "Manual: a module-level graph while another graph may be the default (TFG116)", ""),
     ("ov_refuse_identity_read", "Manual: the program reads the wrapped op (TFG115)", ""),

@@ -307,15 +307,17 @@ class Prover(WatchProof):
             return
         srcs = self.src_text
         named = self.unproven or [r for r, _ in self.outside]
-        names = ", ".join(f"`{r}`" for r in named[:3])
+        names = ", ".join(r if r.startswith("the state ") else f"`{r}`" for r in named[:3])
+        via = ("values made outside this block or handed back by its calls"
+               if any(r.endswith("(...)") for r in named[:3]) else "values made outside this block")
         if all_fresh or not c.assumptions:
             c.proof.append(f"`{', '.join(sorted(c.ys_keys))}` is not computed from {srcs}, and nothing it reads can "
                            "depend on them: None for every source, before and after")
             return
         func = self.scope.func.name.value if self.scope.func is not None else None
         where = (f"in the method or the caller of `{func}` that builds them" if func else "around the lines that build them")
-        raise Refuse("TFG130", f"`{', '.join(sorted(c.ys_keys))}` reaches {srcs} only through values made outside "
-                               f"this block ({names}); open the tf.GradientTape where those are computed ({where}), "
+        raise Refuse("TFG130", f"`{', '.join(sorted(c.ys_keys))}` reaches {srcs} only through {via} "
+                               f"({names}); open the tf.GradientTape where those are computed ({where}), "
                                "watch the sources there, and take the gradient from that tape")
 
     def _independent(self, c: Call, r: str, s: int, at: int, keys: set, all_fresh: bool) -> None:
@@ -325,7 +327,7 @@ class Prover(WatchProof):
         if r == STATE:
             if not all_fresh:
                 self._assume(c, f"the state read at line {self.line(at)} (attributes, collections) holds no tensor "
-                                f"computed from {srcs} before the tape")
+                                f"computed from {srcs} before the tape", f"the state read at line {self.line(at)}")
             return
         if "." in r and r.split(".")[-1] in META_ATTRS:
             return  # x.shape, x.dtype: metadata, never a tensor built earlier
@@ -408,14 +410,14 @@ class Prover(WatchProof):
                 kind = self.an.call_kind(call)
                 if kind == "state" and self.an.tf_name(call) != "tensorflow.get_variable":
                     self._assume(c, f"`{self._code(call.func)}(...)` at line {self.line(i)} returns only tensors "
-                                    "made inside the tape")
+                                    "made inside the tape", f"{self._code(call.func)}(...)")
                 elif kind == "project":
                     fn = call.func.value if isinstance(call.func, cst.Name) else None
                     if fn is not None and self.an.closed(fn):
                         c.proof.append(f"`{fn}` (this module) builds its result from its arguments")
                     else:
                         self._assume(c, f"`{self._code(call.func)}(...)` at line {self.line(i)} builds its result "
-                                        "afresh (it returns no tensor made before the tape)")
+                                        "afresh (it returns no tensor made before the tape)", f"{self._code(call.func)}(...)")
 
     # -- watches --------------------------------------------------------------
 def _within(r: str, keys: set) -> bool:

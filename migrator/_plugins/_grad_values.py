@@ -290,3 +290,40 @@ def module_constants(variables: dict, defs: dict, imported: set, qn) -> set:
                         and not (kinds_of(v, qn) & {"project", "state", "collect"}) for v in vals):
             out.add(name)
     return out | imported
+
+
+#: top-level packages whose module attributes are never tensors the user's program built (a
+#: project module's global can be: `model.logits`, made from what a caller passes as a source)
+LIBRARIES = frozenset("""__future__ abc absl argparse cmath collections contextlib copy dataclasses datetime enum
+functools gin glob h5py itertools json keras logging math matplotlib multiprocessing numbers numpy operator os
+pandas pathlib pickle random re scipy shutil six sklearn string subprocess sys tensorflow tensorflow_probability
+tf_keras threading time tqdm typing warnings""".split())
+
+
+def library_imports(module: cst.Module) -> set:
+    """Names the module binds, at its top level, to a library (``tf``, ``np``, ``from math import pi``)."""
+    out: set = set()
+    todo = list(module.body)
+    while todo:
+        st = todo.pop()
+        if isinstance(st, (cst.If, cst.Try)):
+            todo += list(st.body.body) + [h for h in getattr(st, "handlers", ())]
+            for part in (st.orelse, getattr(st, "finalbody", None)):
+                if part is not None and hasattr(part, "body"):
+                    todo += list(part.body) if isinstance(part.body, (list, tuple)) else []
+            continue
+        if isinstance(st, cst.ExceptHandler):
+            todo += list(st.body.body)
+            continue
+        if not isinstance(st, cst.SimpleStatementLine):
+            continue
+        for small in st.body:
+            if isinstance(small, cst.Import):
+                for a in small.names:
+                    if a.evaluated_name.split(".")[0] in LIBRARIES:
+                        out.add(a.evaluated_alias or a.evaluated_name.split(".")[0])
+            elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None \
+                    and not isinstance(small.names, cst.ImportStar):
+                if (dotted(small.module) or "").split(".")[0] in LIBRARIES:
+                    out |= {a.evaluated_alias or a.evaluated_name for a in small.names}
+    return out

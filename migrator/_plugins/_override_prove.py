@@ -14,6 +14,9 @@ import libcst.matchers as m
 
 from migrator import optable
 from migrator._plugins._override_model import Block, Evidence, Refuse, Registration, Scope, code
+from migrator._plugins._override_switch import (
+    innermost_switch, no_manual_switch, plain_contexts, rebinds, safe_context, sole_def,
+)
 from migrator.tfnames import dotted
 
 # Built-in gradient functions the rewrite inlines (tf_gradient_semantics.md §2.3).
@@ -53,35 +56,14 @@ class Prover:
         """The map is entered on the graph the block's ops are made in."""
         expr = block.call.func.value
         if isinstance(expr, cst.Call):
-            if self.is_default_graph_call(expr):
+            if self.is_default_graph_call(expr, block.scope):
                 ev.prove("the map is entered on tf.get_default_graph(), the graph the block's ops are made in")
                 return
             raise self._not_graph(expr)
         key = dotted(expr)
         if key is None:
             raise self._not_graph(expr)
-        switch = self._innermost_switch(block.node)
-        rebound = "." not in key and bool(block.scope.assigns.get(key))
-        s: Optional[Scope] = block.scope
-        while s is not None:
-            if key in s.graph_names and not (rebound and s is block.scope):
-                w = s.graph_names[key]
-                if switch is w and s is block.scope and not rebound:
-                    ev.prove(f"`{key}` is the graph made default by the enclosing `with ... as_default()` "
-                             f"({self.where(w)})")
-                    return
-                why = (f"`with ... as_default()` at {self.where(switch)} makes another graph the default "
-                       "inside it" if s is block.scope and switch is not None and self._inside(block.node, w)
-                       else "the block may run after that with statement ended, under another default graph")
-                ev.assume(f"`{key}` is the default graph whenever the block runs", "TFG116",
-                          f"`{key}` is the graph of `with ... as_default()` at {self.where(w)}, but {why}")
-                return
-            s = s.parent
-        if switch is not None and not rebound and any(
-                isinstance(item.item, cst.Call) and isinstance(item.item.func, cst.Attribute)
-                and dotted(item.item.func.value) == key for item in switch.items):
-            ev.prove(f"`{key}` is made the default graph by the enclosing `with {key}.as_default()` "
-                     f"({self.where(switch)})")
+        if self._switched_here(block, key, ev):
             return
         if isinstance(expr, cst.Attribute) and expr.attr.value == "graph":
             self._session_graph(block, expr, ev)
@@ -100,7 +82,7 @@ class Prover:
                 break
             block.graph_chain.append(name)
             bound = inner
-        if not bound or not all(self.is_default_graph_call(v) for _s, v in bound):
+        if not bound or not all(self.is_default_graph_call(v, block.scope) for _s, v in bound):
             if bound and len(bound) == 1 and isinstance(bound[0][1], cst.Attribute) \
                     and bound[0][1].attr.value == "graph":
                 self._session_graph(block, bound[0][1], ev)
@@ -123,6 +105,53 @@ class Prover:
                      "in the same function, under the same default graph")
             return
         self._captured(block, key, ev, f"`{key}` is bound to tf.get_default_graph() at {self.where(stmts[0])}")
+
+    def _switched_here(self, block: Block, key: str, ev: Evidence) -> bool:
+        """`with X.as_default() as g:` / `with graph.as_default():` around the block (G1)."""
+        sw = innermost_switch(self, block.node)
+        fn = block.scope.function
+        s: Optional[Scope] = block.scope
+        while s is not None and key not in s.graph_names:
+            s = s.parent
+        item = sw[1] if sw is not None else None
+        named = item is not None and item.asname is not None and isinstance(item.asname.name, cst.Name) \
+            and item.asname.name.value == key and s is block.scope
+        made_default = item is not None and "." not in key and dotted(item.item.func.value) == key \
+            and block.scope.binding_scope(key) is block.scope
+        if not (named or made_default or s is not None):
+            return False
+        base = item.item.func.value if item is not None else None
+        ok = (named or made_default) and fn is not None and not rebinds(self, fn, sw[0], key) \
+            and plain_contexts(self, block.node, sw[0], item) and no_manual_switch(self, fn) \
+            and (made_default or self._graph_base(base, block.scope))
+        if ok:
+            how = (f"the graph made default by the enclosing `with ... as_default()`" if named
+                   else f"made the default graph by the enclosing `with {key}.as_default()`")
+            ev.prove(f"`{key}` is {how} ({self.where(sw[0])}), and nothing between them rebinds it or enters "
+                     "another context")
+            return True
+        if s is None:
+            return False
+        w = s.graph_names[key]
+        inside = s is block.scope and self._inside(block.node, w)
+        why = ("something between that with statement and the block may make another graph the default (or "
+               "rebind the name): only name_scope, variable_scope, device and control_dependencies are known "
+               "not to" if inside else
+               "the block may run after that with statement ended, under another default graph")
+        ev.assume(f"`{key}` is the default graph whenever the block runs", "TFG116",
+                  f"`{key}` is the graph of `with ... as_default()` at {self.where(w)}, but {why}")
+        return True
+
+    def _graph_base(self, base, scope: Scope) -> bool:
+        """What `as_default()` is called on is a TF graph: `tf.Graph()`, `sess.graph`, or a name bound
+        once to one of those (a look-alike's `as_default` may yield anything)."""
+        if isinstance(base, cst.Call) and self.col.tf(base) == "tensorflow.Graph" and not base.args:
+            return True
+        if self._graph_like(base, scope):
+            return True
+        key = dotted(base)
+        bound = scope.lookup_assigns(key) if key is not None and "." not in key else None
+        return bool(bound) and len(bound) == 1 and self._graph_base(bound[0][1], scope)
 
     def _captured(self, block: Block, key: str, ev: Evidence, how: str) -> None:
         """A graph object read from outside the function: right only if no other graph is ever default."""
@@ -160,25 +189,22 @@ class Prover:
         return Refuse("TFG107", f"`{code(expr)}` is not known to be the TensorFlow graph the block's ops are "
                                 "made in")
 
-    def is_default_graph_call(self, value) -> bool:
+    def is_default_graph_call(self, value, scope: Optional[Scope] = None) -> bool:
         if not isinstance(value, cst.Call) or value.args:
             return False
         if self.col.tf(value) == "tensorflow.get_default_graph":
             return True
-        # `def get_graph(): return tf.get_default_graph()` at module level, called here
-        fn = self.col.module_scope.find_def(value.func.value) if isinstance(value.func, cst.Name) else None
+        # `def get_graph(): return tf.get_default_graph()` at module level, called here, never rebound
+        scope = scope or self.col.module_scope
+        fn = scope.find_def(value.func.value) if isinstance(value.func, cst.Name) else None
         top = [st for st in self.col.module_scope.node.body if isinstance(st, cst.FunctionDef)
                and fn is not None and st.name.value == fn.name.value]
-        if fn is None or top != [fn] or fn.decorators or fn.params.params or fn.params.posonly_params:
+        if fn is None or top != [fn] or fn.decorators or fn.params.params or fn.params.posonly_params \
+                or not sole_def(self, fn.name.value):
             return False
         body = [st for st in fn.body.body if not m.matches(st, m.SimpleStatementLine([m.Expr(m.SimpleString())]))]
         return len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Return(m.Call(args=[]))])) \
             and self.col.tf(body[0].body[0].value) == "tensorflow.get_default_graph"
-
-    def _innermost_switch(self, node) -> Optional[cst.With]:
-        """The nearest enclosing `with X.as_default()` of the same function."""
-        switches = set(map(id, self.col.graph_withs))
-        return next((w for w in self._enclosing(node, cst.With) if id(w) in switches), None)
 
     def _graph_like(self, value, scope: Scope, depth: int = 0) -> bool:
         if self.is_default_graph_call(value):
@@ -214,11 +240,22 @@ class Prover:
         return any(w is outer for w in self._enclosing(node, type(outer)))
 
     def _same_default(self, binding, node) -> bool:
-        """No `as_default()` entered between a binding and a use in the same function."""
+        """No `as_default()` entered between a binding and a use in the same function, no other
+        context that might enter one, and none entered by hand."""
         switches = set(map(id, self.col.graph_withs))
         a = {id(w) for w in self._enclosing(binding, cst.With) if id(w) in switches}
         b = {id(w) for w in self._enclosing(node, cst.With) if id(w) in switches}
-        return a == b
+        shared = {id(w) for w in self._enclosing(binding, cst.With)}
+        between = [w for w in self._enclosing(node, cst.With) if id(w) not in shared and w is not binding]
+        fn = self._function_of(node)
+        return a == b and all(all(safe_context(self, it) for it in w.items) for w in between) \
+            and (fn is None or no_manual_switch(self, fn))
+
+    def _function_of(self, node) -> Optional[cst.FunctionDef]:
+        p = self.found.parent(node)
+        while p is not None and not isinstance(p, cst.FunctionDef):
+            p = self.found.parent(p)
+        return p
 
     # -- the map ------------------------------------------------------------
     def parse_map(self, block: Block, ev: Optional[Evidence] = None) -> dict[str, tuple]:

@@ -45,7 +45,7 @@ from migrator._plugins._grad_home import home
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
 from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
-    V1_CONTROL_FLOW, Closedness, call_kind, calls_in, is_fresh, module_constants, param_names,
+    V1_CONTROL_FLOW, Closedness, call_kind, calls_in, is_fresh, library_imports, module_constants, param_names,
 )
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
@@ -99,9 +99,10 @@ class GradientRewrite:
                                                      "call a tf.GradientTape method here by hand")
         if not f.calls:
             return self.module
-        self.imported = f.imported
-        self.constants = module_constants(f.variables, f.defs, f.imported, self.qn)
-        self.closed = Closedness(f.defs, self.constants, f.imported, self.qn)
+        # only library imports are constants: a project module's global may be a tensor (`model.logits`)
+        self.imported = f.imported & library_imports(self.module)
+        self.constants = module_constants(f.variables, f.defs, self.imported, self.qn)
+        self.closed = Closedness(f.defs, self.constants, self.imported, self.qn)
         self.calls = [self._prepare(node, kind) for node, kind in f.calls]
         file_refusal = self._file_refusal()
         for c in self.calls:
@@ -318,7 +319,11 @@ class GradientRewrite:
         if isinstance(func, cst.FunctionDef):
             scope.func = func
             scope.params = set(param_names(func))
-            scope.locals = {w.split(".")[0] for w in effects(func.body).writes} | scope.params
+            # `tf.add_to_collection(...)` "writes" tf (a method call may mutate its object), but binds
+            # no local `tf`: only a rebinding makes an imported name local
+            fx = effects(func.body)
+            scope.locals = {w.split(".")[0] for w in fx.writes
+                            if w.split(".")[0] not in self.imported or w in fx.assigns} | scope.params
         scope.prefix = prefix
         return scope
 
