@@ -47,7 +47,6 @@ from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
     V1_CONTROL_FLOW, Closedness, call_kind, calls_in, is_fresh, library_imports, module_constants, param_names,
 )
-from migrator.project_reach import runs_with
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
 from migrator.notebook import CELL_MARKER
@@ -330,19 +329,15 @@ class GradientRewrite:
 
     # -- checks outside the data flow ---------------------------------------------
     def _file_refusal(self) -> Optional[Refuse]:
-        here = os.path.abspath(self.ctx.path)
         patches = self.ctx.index.gradients_patches
         if patches is None:
             patches = self.project.gradients_patches()
-        # a patch matters where its module can run in the same process (runs_with: the import graph)
-        patches = None if patches is None else [pt for pt in patches if runs_with(self.project, pt.path, here)]
         if patches:
             where = f"{os.path.basename(patches[0].path)}:{patches[0].line}"
             return Refuse("TFG131", f"tf.gradients is replaced at {where}; a tape would bypass that wrapper. "
                                     "Migrate the wrapper's behaviour onto the tape (e.g. clip the tape's "
                                     "gradients), remove the patch, then re-run")
         registry = self.project.registry_patches()
-        registry = None if registry is None else [pt for pt in registry if runs_with(self.project, pt.path, here)]
         if registry:
             where = f"{os.path.basename(registry[0].path)}:{registry[0].line}"
             return Refuse("TFG131", f"TF's gradient registry is changed at run time ({where}: `_gradient_registry`): "
@@ -354,6 +349,7 @@ class GradientRewrite:
         if bad:
             return Refuse("TFG122", f"this file imports `{sorted(bad)[0]}`, whose override map was left for "
                                     "manual migration; a tape would ignore it: migrate it first, then re-run")
+        here = os.path.abspath(self.ctx.path)
         for dep in self.project.import_closure(here):
             if not self.project.override_entries(dep):
                 continue
