@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from migrator.files import DEFAULT_EXCLUDES
+from migrator.patches import gradients_patch_nodes, registry_use_nodes
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 #: a project larger than this is not scanned whole; answers that need the whole
@@ -286,7 +287,12 @@ class Project:
         at run time (None: unknown)."""
         if self._registry is None:  # asked once per file with sites: answered once per run
             hits = self.grep(b"_gradient_registry")
-            self._registry = (None if hits is None else self.text_hits(hits, [b"._gradient_registry"]),)
+            found = None if hits is None else []
+            for p in hits or []:
+                tree = self.tree(p)
+                found += [Location(p, n.lineno, "_gradient_registry") for n in registry_use_nodes(tree)] \
+                    if tree is not None else self.text_hits([p], [b"._gradient_registry"])
+            self._registry = (found,)
         return self._registry[0]
 
     def override_entries(self, path: str) -> list[Location]:
@@ -323,43 +329,6 @@ class Project:
                 return None
             out += found
         return out
-
-
-def gradients_patch_nodes(tree: ast.AST) -> list[ast.AST]:
-    """Statements that rebind ``gradients`` on some module object: ``tf.gradients = f``,
-    ``tf.__dict__["gradients"] = f``, ``setattr(tf, "gradients", f)``,
-    ``gradients_impl.gradients = f``."""
-    out = []
-    for node in ast.walk(tree):
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        for t in targets:
-            if isinstance(t, ast.Attribute) and t.attr == "gradients" and isinstance(t.value, (ast.Name, ast.Attribute)) \
-                    and not (isinstance(t.value, ast.Name) and t.value.id == "self"):
-                out.append(node)
-            elif isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "gradients":
-                if _is_namespace(t.value):
-                    out.append(node)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
-                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "gradients":
-            out.append(node)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
-                and _is_namespace(node.func.value) \
-                and (any(isinstance(k, ast.Constant) and k.value == "gradients"
-                         for a in node.args if isinstance(a, ast.Dict) for k in a.keys)
-                     or any(kw.arg == "gradients" for kw in node.keywords)):
-            out.append(node)
-    return out
-
-
-def _is_namespace(node: ast.AST) -> bool:
-    """``m.__dict__`` or ``vars(m)``: a module's namespace as a dict."""
-    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
-        return True
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars"
 
 
 def _statements(tree: ast.AST):

@@ -167,3 +167,28 @@ def test_a_list_the_caller_fills_after_binding_is_not_a_constant(tmp_path):
     (site,) = run([lib])["lib.py"].sites
     assert (site.status, site.code) == (MANUAL, "TFG129")
     assert "parameter `endpoints` does not depend on `x`" in site.reason
+
+
+def test_a_register_once_guard_on_the_registry_is_not_a_patch(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "guided.py", """\
+        import tensorflow as tf
+        from tensorflow.python.framework import ops
+
+        if "GuidedRelu" not in ops._gradient_registry._registry:
+            @ops.RegisterGradient("GuidedRelu")
+            def _guided_relu(op, grad):
+                return tf.where(grad > 0.0, grad, tf.zeros_like(grad))
+        """)
+    user = write(tmp_path, "train.py", GRAD_USER)
+    (site,) = run([user])["train.py"].sites
+    assert site.status == MIGRATED
+    write(tmp_path, "explain.py", """\
+        from tensorflow.python.framework import ops as tf_ops
+
+        def swap(name, fn):
+            reg = tf_ops._gradient_registry._registry
+            reg[name]["type"] = fn
+        """)
+    (site,) = run([user])["train.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG131") and "explain.py:4" in site.reason

@@ -1,0 +1,60 @@
+"""Code that changes TF's gradient machinery at run time, found in a module's ``ast``.
+
+A tape bypasses a replaced ``tf.gradients``, and a swapped gradient-registry entry
+changes which function an op's gradient gets while it is in place; either makes every
+gradient call of the project manual (TFG131).  Reading the registry to register a
+gradient once (``if "G" not in ops._gradient_registry._registry:``) changes nothing.
+"""
+from __future__ import annotations
+
+import ast
+
+
+def gradients_patch_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Statements that rebind ``gradients`` on some module object: ``tf.gradients = f``,
+    ``tf.__dict__["gradients"] = f``, ``setattr(tf, "gradients", f)``,
+    ``gradients_impl.gradients = f``."""
+    out = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Attribute) and t.attr == "gradients" and isinstance(t.value, (ast.Name, ast.Attribute)) \
+                    and not (isinstance(t.value, ast.Name) and t.value.id == "self"):
+                out.append(node)
+            elif isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "gradients":
+                if _is_namespace(t.value):
+                    out.append(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "gradients":
+            out.append(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
+                and _is_namespace(node.func.value) \
+                and (any(isinstance(k, ast.Constant) and k.value == "gradients"
+                         for a in node.args if isinstance(a, ast.Dict) for k in a.keys)
+                     or any(kw.arg == "gradients" for kw in node.keywords)):
+            out.append(node)
+    return out
+
+
+def _is_namespace(node: ast.AST) -> bool:
+    """``m.__dict__`` or ``vars(m)``: a module's namespace as a dict."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return True
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars"
+
+
+def registry_use_nodes(tree: ast.AST) -> list[ast.AST]:
+    """``x._gradient_registry`` uses other than a membership test on it (``"G" in
+    ops._gradient_registry._registry``): aliases, lookups and stores may swap an entry."""
+    tests = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            for c in node.comparators:
+                inner = c.value if isinstance(c, ast.Attribute) and c.attr == "_registry" else c
+                tests.add(id(inner))
+    return [n for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and n.attr == "_gradient_registry" and id(n) not in tests]
