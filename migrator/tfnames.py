@@ -89,3 +89,10 @@ def dotted(node: cst.CSTNode) -> Optional[str]:
         base = dotted(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
+
+
+def is_docstring(stmt: cst.CSTNode) -> bool:
+    """A statement that is only a string literal (a docstring)."""
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
+        and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, (cst.SimpleString,
+                                                                                   cst.ConcatenatedString))

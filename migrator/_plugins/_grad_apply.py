@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from migrator._plugins._grad_find import Call, Group, Item
-from migrator.tfnames import dotted
+from migrator.tfnames import dotted, is_docstring
 
 
 def call_expr(func: str, args: list, kwargs: list) -> cst.Call:
@@ -299,7 +298,7 @@ def add_tf_import(module: cst.Module, alias: str) -> cst.Module:
     for i, s in enumerate(body):
         if isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in s.body):
             pos = i + 1
-        elif i == 0 and m.matches(s, m.SimpleStatementLine([m.Expr(m.SimpleString() | m.ConcatenatedString())])):
+        elif i == 0 and is_docstring(s):
             pos = 1
         else:
             break

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from migrator.tfnames import dotted, normalize, tf_name
@@ -346,7 +345,7 @@ def parse_args(c: Call, code_for_node) -> None:
         raise Refuse("TFG128", f"`{fn}` is missing its targets or sources")
     c.ys, c.xs = given[first], given[second]
     for k, v in given.items():
-        if k in (first, second) or m.matches(v, m.Name("None")):
+        if k in (first, second) or isinstance(v, cst.Name) and v.value == "None":
             continue  # an argument explicitly None is the default
         if k in drop:
             c.notes.append(f"dropped `{k}=`: it has no GradientTape equivalent and did not change values")
@@ -358,7 +357,7 @@ def parse_args(c: Call, code_for_node) -> None:
             c.kwargs[keep[k]] = v
             if k == "grad_ys":
                 c.notes.append("grad_ys became output_gradients")
-            if k == "use_pfor" and not m.matches(v, m.Name("True")):
+            if k == "use_pfor" and not (isinstance(v, cst.Name) and v.value == "True"):
                 c.persistent = True
             if k == "parallel_iterations":
                 c.persistent = True
@@ -376,7 +375,9 @@ def is_index0(node: cst.CSTNode, parent: cst.CSTNode) -> bool:
         isinstance(parent, cst.Subscript)
         and parent.value is node
         and len(parent.slice) == 1
-        and m.matches(parent.slice[0].slice, m.Index(value=m.Integer(value="0")))
+        and isinstance(parent.slice[0].slice, cst.Index)
+        and isinstance(parent.slice[0].slice.value, cst.Integer)
+        and parent.slice[0].slice.value.value == "0"
     )
 
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
-import libcst.matchers as m
 
 from migrator._plugins._dataflow import touches
 from migrator._plugins._grad_find import STATE, TRAINABLE, Call, Item, Refuse, Source, chain_items
@@ -90,7 +89,8 @@ class Prover(WatchProof):
         it = self.flat[i]
         if it.hoist is not None:
             return it.hoist[1] if it.hoist[0] == key else None
-        if m.matches(it.orig, m.SimpleStatementLine([m.Assign([m.AssignTarget()])])):
+        if isinstance(it.orig, cst.SimpleStatementLine) and len(it.orig.body) == 1 \
+                and isinstance(it.orig.body[0], cst.Assign) and len(it.orig.body[0].targets) == 1:
             a = it.orig.body[0]
             if dotted(a.targets[0].target) == key:
                 return a.value

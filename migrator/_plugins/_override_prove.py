@@ -10,14 +10,13 @@ import os
 from typing import Optional, Union
 
 import libcst as cst
-import libcst.matchers as m
 
 from migrator import optable
 from migrator._plugins._override_model import Block, Evidence, Refuse, Registration, Scope, code
 from migrator._plugins._override_switch import (
     innermost_switch, no_manual_switch, plain_contexts, rebinds, safe_context, sole_def,
 )
-from migrator.tfnames import dotted
+from migrator.tfnames import dotted, is_docstring
 
 # Built-in gradient functions the rewrite inlines (tf_gradient_semantics.md §2.3).
 BUILTIN_TARGETS = {"Identity", "StopGradient", "Neg", "Floor", "Round", "Ceil", "Rint", "Sign", "Add", "AddV2"}
@@ -202,9 +201,11 @@ class Prover:
         if fn is None or top != [fn] or fn.decorators or fn.params.params or fn.params.posonly_params \
                 or not sole_def(self, fn.name.value):
             return False
-        body = [st for st in fn.body.body if not m.matches(st, m.SimpleStatementLine([m.Expr(m.SimpleString())]))]
-        return len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Return(m.Call(args=[]))])) \
-            and self.col.tf(body[0].body[0].value) == "tensorflow.get_default_graph"
+        body = [st for st in fn.body.body if not is_docstring(st)]
+        ret = body[0].body[0] if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) \
+            and len(body[0].body) == 1 else None
+        return isinstance(ret, cst.Return) and isinstance(ret.value, cst.Call) and not ret.value.args \
+            and self.col.tf(ret.value) == "tensorflow.get_default_graph"
 
     def _graph_like(self, value, scope: Scope, depth: int = 0) -> bool:
         if self.is_default_graph_call(value):
