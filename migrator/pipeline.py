@@ -226,6 +226,8 @@ class FileContext:
     index: RunIndex
     options: Options
     source: str = ""  # the original text
+    #: the text of the module the next plugin receives (earlier plugins' output)
+    text: str = ""
     sites: list[Site] = field(default_factory=list)
     #: plugin-to-plugin facts, e.g. "manual_override" set by the override plugin
     facts: dict = field(default_factory=dict)
@@ -306,8 +308,10 @@ def migrate_text(
                 continue
             if not plugin.matches(current.encode("utf-8", "surrogatepass")):
                 continue
+            ctx.text = current
+            before = module
             module = plugin.rewrite(module, ctx)
-            rendered = module.code
+            rendered = current if module is before else module.code  # rendering a big module costs
             if rendered != current:
                 current = rendered
                 ctx._back = line_map(source, current)

@@ -85,7 +85,7 @@ def rebinds(prover, fn: cst.CSTNode, within: cst.With, key: str) -> bool:
 
 def sole_def(prover, name: str) -> bool:
     """``name`` is bound once in the module, by its def, and nothing in the project assigns it."""
-    text = prover.found.module.code
+    text = prover.ctx.text or prover.found.module.code
     n = re.escape(name)
     if len(re.findall(rf"^\s*def {n}\b", text, re.M)) != 1:
         return False

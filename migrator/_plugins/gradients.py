@@ -64,7 +64,7 @@ class GradientsPlugin(Plugin):
     triggers = (b"gradients", b"hessians", b"jacobian")
 
     def rewrite(self, module: cst.Module, ctx) -> cst.Module:
-        if not may_have_candidates(module.code):
+        if not may_have_candidates(ctx.text or module.code):
             return module  # metadata is the expensive part: skip it when no name can match
         return GradientRewrite(module, ctx).run()
 
