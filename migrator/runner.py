@@ -201,14 +201,61 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
         (first if overrides else rest).append(path)
     if len(first) + len(rest) > len(index.quiet_paths):  # some file may hold a gradient call
         index.gradients_patches = Project(index.root, index.sources).gradients_patches()
-    for res in _map(first, index, run_opts, progress):
-        results[res.path] = res
-        # an acknowledged (ignored) override is still not migrated: it still governs gradients
-        if res.error or any(s.kind in OVERRIDE_KINDS and not s.migrated for s in res.sites):
-            index.unmigrated_override_modules |= module_names_for(res.path)
-    for res in _map(rest, index, run_opts, progress):
-        results[res.path] = res
+    with _Workers(index, run_opts, len(first) + len(rest)) as workers:  # one pool for both halves
+        for res in workers.map(first, progress):
+            results[res.path] = res
+            # an acknowledged (ignored) override is still not migrated: it still governs gradients
+            if res.error or any(s.kind in OVERRIDE_KINDS and not s.migrated for s in res.sites):
+                index.unmigrated_override_modules |= module_names_for(res.path)
+        for res in workers.map(rest, progress, unmigrated=frozenset(index.unmigrated_override_modules)):
+            results[res.path] = res
     return RunResult([results[p] for p in paths], time.monotonic() - start)
+
+
+class _Workers:
+    """The process pool of pass 2, started once (workers get the index once, and the plugins
+    imported before the fork); the second half hands over what the first half learnt."""
+
+    def __init__(self, index: RunIndex, run_opts: RunOptions, n: int) -> None:
+        self.index, self.run_opts = index, run_opts
+        self.jobs = min(run_opts.jobs, n)
+        self.pool: Optional[ProcessPoolExecutor] = None
+
+    def __enter__(self) -> "_Workers":
+        if self.jobs > 1:
+            import libcst  # noqa: F401 - loaded once here, so forked workers share it
+            from migrator._plugins import plugins
+            plugins()  # the plugin modules too (libcst metadata, op tables)
+            self.pool = _pool(self.jobs, self.index, self.run_opts)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+
+    def map(self, paths: list[str], progress, unmigrated: Optional[frozenset] = None) -> list[FileResult]:
+        if self.pool is None or len(paths) <= 1:
+            if unmigrated is not None:
+                self.index.unmigrated_override_modules = set(unmigrated)
+            return _map(paths, self.index, self.run_opts, progress)
+        done: dict[str, FileResult] = {}
+        try:
+            futures = {p: self.pool.submit(_migrate_in_worker, p, unmigrated) for p in paths}
+            for p, fut in futures.items():
+                try:
+                    done[p] = fut.result()
+                except BrokenProcessPool:
+                    break
+                if progress:
+                    progress(1)
+        except BrokenProcessPool:
+            self.pool = None
+        for p in paths:  # a worker died (not an exception): retry the rest one by one
+            if p not in done:
+                done[p] = _isolated(p, self.index, self.run_opts)
+                if progress:
+                    progress(1)
+        return [done[p] for p in paths]
 
 
 _WORKER_STATE: tuple = ()
@@ -219,8 +266,11 @@ def _init_worker(index: RunIndex, run_opts: RunOptions) -> None:
     _WORKER_STATE = (index, run_opts)
 
 
-def _migrate_in_worker(path: str) -> FileResult:
-    return migrate_file(path, *_WORKER_STATE)
+def _migrate_in_worker(path: str, unmigrated: Optional[frozenset] = None) -> FileResult:
+    index, run_opts = _WORKER_STATE
+    if unmigrated is not None:
+        index.unmigrated_override_modules = set(unmigrated)
+    return migrate_file(path, index, run_opts)
 
 
 def _pool(workers: int, index: RunIndex, run_opts: RunOptions) -> ProcessPoolExecutor:
