@@ -123,6 +123,7 @@ RULES = [
     ("ov_registration_in_if", "Manual: graph from a session parameter, Keras model in the block", "The Keras model makes the first block manual (TFG101); the second enters the map on `session.graph`, which need not be the default graph the ops are made in (TFG116)."),
     ("ov_pyfunc_list_inputs", "py_func with a registered gradient", "`tf.py_func` becomes `tf.numpy_function` inside the custom gradient."),
     ("ov_pyfunc_passed_grad", "py_func recipe with the gradient passed as a value", "Each function passed as `grad` is converted; the unique-name machinery goes."),
+    ("ov_builtins_in_block", "Builtins in the block", "`print`, `len`, `float`, `int`, `range` and `isinstance` make no op: the block's statements stay, the with goes."),
     ("ov_pyfunc_nested_and_lambda_grads", "py_func recipe with a nested def or a lambda as the gradient", "A def nested in the calling function (defined once there, used only as the argument) is converted in place; a `lambda op, grad: ...` stays a lambda of `(inputs, grad)`."),
     ("ov_sess_graph", "Manual: `sess.graph` of a session passed in (TFG116)", "The override applied only if that graph was the default one when the ops were made; the source does not show it."),
     ("ov_graph_as_default", "`with tf.Graph().as_default() as graph`", ""),
