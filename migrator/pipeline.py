@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+from bisect import bisect_left
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -40,8 +42,42 @@ def may_have_sites(data: bytes) -> bool:
 CANDIDATE_NAMES = frozenset({"gradient_override_map", "gradients", "hessians", "jacobian", "batch_jacobian"})
 
 
-def _has_candidates(tree: ast.AST) -> bool:
-    for node in ast.walk(tree):
+_CANDIDATE_WORDS = re.compile(r"gradient_override_map|gradients|hessians|jacobian")
+_SCAN_WORDS = re.compile(r"RegisterGradient|gradient_override_map")
+
+
+def _hit_lines(source: str, words: re.Pattern) -> list[int]:
+    """Sorted line numbers where ``words`` occur (in code, strings or comments alike)."""
+    out: list[int] = []
+    line, pos = 1, 0
+    for m in words.finditer(source):
+        line += source.count("\n", pos, m.start())
+        pos = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _walk_near(tree: ast.AST, lines: Optional[list[int]]):
+    """``ast.walk`` (same order), skipping subtrees whose lines hold none of ``lines``: a node
+    that names an API spells the name on one of its own lines.  ``lines`` None: every node."""
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        start = getattr(node, "lineno", None)
+        if lines is not None and start is not None:
+            decorators = getattr(node, "decorator_list", None)
+            if decorators:
+                start = min([start] + [d.lineno for d in decorators])
+            i = bisect_left(lines, start)
+            if i == len(lines) or lines[i] > (node.end_lineno or start):
+                continue
+        todo.extend(ast.iter_child_nodes(node))
+        yield node
+
+
+def _has_candidates(tree: ast.AST, lines: Optional[list[int]] = None) -> bool:
+    for node in _walk_near(tree, lines):
         if isinstance(node, ast.Call):
             fn = node.func
             name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
@@ -61,7 +97,7 @@ def has_candidates(source: str) -> bool:
     """The ast confirmation: does any call or import name a gradient API?  (True if unparsable:
     libcst then reports the error.)"""
     try:
-        return _has_candidates(ast.parse(source))
+        return _has_candidates(ast.parse(source), _hit_lines(source, _CANDIDATE_WORDS))
     except (SyntaxError, ValueError):
         return True
 
@@ -121,11 +157,12 @@ class RunIndex:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
             return
-        if not _has_candidates(tree):
+        if not _has_candidates(tree, _hit_lines(source, _CANDIDATE_WORDS)):
             self.quiet_paths.add(path)
-        if "RegisterGradient" not in source and "gradient_override_map" not in source:
+        lines = _hit_lines(source, _SCAN_WORDS)
+        if not lines:
             return  # no registration or map to record: skip the second walk
-        facts = scan_tree(tree)  # registrations count even in a quiet file (cross-file overrides)
+        facts = scan_tree(tree, lines)  # registrations count even in a quiet file (cross-file overrides)
         for reg in facts.registrations:
             reg.path = path
             self.registrations.setdefault(reg.name, []).append(reg)
@@ -151,10 +188,11 @@ class _Facts:
     imports: set[str] = field(default_factory=set)
 
 
-def scan_tree(tree: ast.AST) -> _Facts:
-    """Pass-1 facts from a stdlib ``ast`` tree (no libcst, no metadata)."""
+def scan_tree(tree: ast.AST, lines: Optional[list[int]] = None) -> _Facts:
+    """Pass-1 facts from a stdlib ``ast`` tree (no libcst, no metadata); with ``lines``, only
+    what lies on those lines (registrations and maps, not imports)."""
     facts = _Facts()
-    for node in ast.walk(tree):
+    for node in _walk_near(tree, lines):
         if isinstance(node, ast.Call):
             fn = node.func
             name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None

@@ -102,3 +102,27 @@ def test_parse_errors_carry_the_real_position(src, line, col, words):
         migrate_text(src)
     assert (info.value.line, info.value.col) == (line, col)
     assert words in info.value.message
+
+
+def test_pass1_walks_only_near_the_words_and_finds_the_same_facts():
+    import ast
+
+    from migrator import pipeline as P
+
+    src = (
+        "import tensorflow as tf\n"
+        "from tensorflow.python.ops.parallel_for import (\n    gradients as pfor)\n"
+        "def unrelated(x):\n    return [x for _ in range(3)]\n"
+        "@tf.RegisterGradient(\n    'Clip')\n"
+        "def _clip(op, grad):\n    return grad\n"
+        "def f(x):\n    with tf.get_default_graph().gradient_override_map(\n"
+        "            {'Identity': 'Clip'}):\n        return tf.identity(x)\n"
+    )
+    tree = ast.parse(src)
+    full, near = P.scan_tree(tree), P.scan_tree(tree, P._hit_lines(src, P._SCAN_WORDS))
+    assert [(r.name, r.line, r.function) for r in near.registrations] == \
+        [(r.name, r.line, r.function) for r in full.registrations] == [("Clip", 6, None)]
+    assert near.mapped_names == full.mapped_names == {"Clip"} and near.has_override_block
+    assert P._has_candidates(tree, P._hit_lines(src, P._CANDIDATE_WORDS)) is True
+    quiet = "import tensorflow as tf\nx = 'tf.gradients(a, b)'  # a string, not a call\n"
+    assert P._has_candidates(ast.parse(quiet), P._hit_lines(quiet, P._CANDIDATE_WORDS)) is False
