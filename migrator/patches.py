@@ -8,14 +8,18 @@ gradient once (``if "G" not in ops._gradient_registry._registry:``) changes noth
 from __future__ import annotations
 
 import ast
+import re
+from typing import Optional
+
+from migrator.astwalk import walk_near
 
 
-def gradients_patch_nodes(tree: ast.AST) -> list[ast.AST]:
+def gradients_patch_nodes(tree: ast.AST, lines: Optional[list[int]] = None) -> list[ast.AST]:
     """Statements that rebind ``gradients`` on some module object: ``tf.gradients = f``,
     ``tf.__dict__["gradients"] = f``, ``setattr(tf, "gradients", f)``,
-    ``gradients_impl.gradients = f``."""
+    ``gradients_impl.gradients = f`` (only those on ``lines``, the lines that say ``gradients``)."""
     out = []
-    for node in ast.walk(tree):
+    for node in walk_near(tree, lines):
         targets = []
         if isinstance(node, ast.Assign):
             targets = node.targets
@@ -47,14 +51,22 @@ def _is_namespace(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars"
 
 
-def registry_use_nodes(tree: ast.AST) -> list[ast.AST]:
-    """``x._gradient_registry`` uses other than a membership test on it (``"G" in
-    ops._gradient_registry._registry``): aliases, lookups and stores may swap an entry."""
-    tests = set()
+def registry_use_lines(tree: ast.AST, text: str) -> list[int]:
+    """Lines where ``_gradient_registry`` appears other than as the attribute a membership test
+    reads (``"G" in ops._gradient_registry._registry``): any other spelling (an alias, an
+    import of the name, ``getattr(ops, "_gradient_registry")``, a string run by ``exec``, even
+    a comment) may swap an entry, and counts."""
+    tested = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
             for c in node.comparators:
                 inner = c.value if isinstance(c, ast.Attribute) and c.attr == "_registry" else c
-                tests.add(id(inner))
-    return [n for n in ast.walk(tree)
-            if isinstance(n, ast.Attribute) and n.attr == "_gradient_registry" and id(n) not in tests]
+                if isinstance(inner, ast.Attribute) and inner.attr == "_gradient_registry":
+                    tested.add((inner.end_lineno, inner.end_col_offset))
+    out = []
+    for i, line in enumerate(text.splitlines(), 1):
+        for m in re.finditer("_gradient_registry", line):
+            end = len(line[:m.end()].encode("utf-8"))  # ast columns are utf-8 byte offsets
+            if (i, end) not in tested:
+                out.append(i)
+    return out

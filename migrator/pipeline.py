@@ -13,11 +13,10 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from bisect import bisect_left
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
+from migrator.astwalk import hit_lines, walk_near
 from migrator.files import FileError
 from migrator.model import MANUAL, Site
 
@@ -46,38 +45,8 @@ _CANDIDATE_WORDS = re.compile(r"gradient_override_map|gradients|hessians|jacobia
 _SCAN_WORDS = re.compile(r"RegisterGradient|gradient_override_map")
 
 
-def _hit_lines(source: str, words: re.Pattern) -> list[int]:
-    """Sorted line numbers where ``words`` occur (in code, strings or comments alike)."""
-    out: list[int] = []
-    line, pos = 1, 0
-    for m in words.finditer(source):
-        line += source.count("\n", pos, m.start())
-        pos = m.start()
-        if not out or out[-1] != line:
-            out.append(line)
-    return out
-
-
-def _walk_near(tree: ast.AST, lines: Optional[list[int]]):
-    """``ast.walk`` (same order), skipping subtrees whose lines hold none of ``lines``: a node
-    that names an API spells the name on one of its own lines.  ``lines`` None: every node."""
-    todo = deque([tree])
-    while todo:
-        node = todo.popleft()
-        start = getattr(node, "lineno", None)
-        if lines is not None and start is not None:
-            decorators = getattr(node, "decorator_list", None)
-            if decorators:
-                start = min([start] + [d.lineno for d in decorators])
-            i = bisect_left(lines, start)
-            if i == len(lines) or lines[i] > (node.end_lineno or start):
-                continue
-        todo.extend(ast.iter_child_nodes(node))
-        yield node
-
-
 def _has_candidates(tree: ast.AST, lines: Optional[list[int]] = None) -> bool:
-    for node in _walk_near(tree, lines):
+    for node in walk_near(tree, lines):
         if isinstance(node, ast.Call):
             fn = node.func
             name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
@@ -97,7 +66,7 @@ def has_candidates(source: str) -> bool:
     """The ast confirmation: does any call or import name a gradient API?  (True if unparsable:
     libcst then reports the error.)"""
     try:
-        return _has_candidates(ast.parse(source), _hit_lines(source, _CANDIDATE_WORDS))
+        return _has_candidates(ast.parse(source), hit_lines(source, _CANDIDATE_WORDS))
     except (SyntaxError, ValueError):
         return True
 
@@ -157,9 +126,9 @@ class RunIndex:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
             return
-        if not _has_candidates(tree, _hit_lines(source, _CANDIDATE_WORDS)):
+        if not _has_candidates(tree, hit_lines(source, _CANDIDATE_WORDS)):
             self.quiet_paths.add(path)
-        lines = _hit_lines(source, _SCAN_WORDS)
+        lines = hit_lines(source, _SCAN_WORDS)
         if not lines:
             return  # no registration or map to record: skip the second walk
         facts = scan_tree(tree, lines)  # registrations count even in a quiet file (cross-file overrides)
@@ -192,7 +161,7 @@ def scan_tree(tree: ast.AST, lines: Optional[list[int]] = None) -> _Facts:
     """Pass-1 facts from a stdlib ``ast`` tree (no libcst, no metadata); with ``lines``, only
     what lies on those lines (registrations and maps, not imports)."""
     facts = _Facts()
-    for node in _walk_near(tree, lines):
+    for node in walk_near(tree, lines):
         if isinstance(node, ast.Call):
             fn = node.func
             name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None

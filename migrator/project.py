@@ -21,8 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from migrator.files import DEFAULT_EXCLUDES
-from migrator.patches import gradients_patch_nodes, registry_use_nodes
+from migrator.astwalk import hit_lines
+from migrator.files import DEFAULT_EXCLUDES, FileError
+from migrator.notebook import code_cells, joined_code, load
+from migrator.patches import gradients_patch_nodes, registry_use_lines
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 #: a project larger than this is not scanned whole; answers that need the whole
@@ -30,6 +32,7 @@ ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 MAX_FILES = 20000
 MAX_BYTES = 5 * 1024 * 1024
 #: text that may rebind ``gradients`` on a module (confirmed with ast before it counts)
+_GRADIENTS_WORD = re.compile("gradients")
 PATCH_HINT = r"""\.gradients\s*=[^=]|["']gradients["']\s*\]\s*=|setattr\(|\.update\("""
 
 
@@ -84,13 +87,13 @@ class Project:
 
     # -- files ------------------------------------------------------------
     def files(self) -> Optional[list[str]]:
-        """Every .py file of the project (None when the project is too big to scan)."""
+        """Every .py file and notebook of the project (None when the project is too big to scan)."""
         if self._files is None:
             out: list[str] = []
             if self.root is not None:
                 for dirpath, dirnames, filenames in os.walk(self.root):
                     dirnames[:] = sorted(d for d in dirnames if d not in DEFAULT_EXCLUDES and not d.startswith("."))
-                    out += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
+                    out += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith((".py", ".ipynb"))]
                     if len(out) > MAX_FILES:
                         return None  # asked again, scanned again: rare enough, and never wrong
             for p in self.originals:  # the run's files, whatever their names (notebooks, <string>)
@@ -109,7 +112,9 @@ class Project:
                     raise OSError("too big")
                 with open(path, "rb") as fh:
                     self._text[path] = fh.read().decode("utf-8-sig", "replace")
-            except OSError:
+                if path.endswith(".ipynb"):  # a notebook's code cells, as one module
+                    self._text[path] = joined_code(code_cells(load(self._text[path])))
+            except (OSError, FileError):
                 self._text[path] = None
         return self._text[path]
 
@@ -278,7 +283,8 @@ class Project:
         for p in hits:
             tree = self.tree(p)
             if tree is not None:
-                out += [Location(p, n.lineno, "") for n in gradients_patch_nodes(tree)]
+                lines = hit_lines(self.text(p) or "", _GRADIENTS_WORD)
+                out += [Location(p, n.lineno, "") for n in gradients_patch_nodes(tree, lines)]
         return out
 
     def registry_patches(self) -> Optional[list[Location]]:
@@ -290,8 +296,8 @@ class Project:
             found = None if hits is None else []
             for p in hits or []:
                 tree = self.tree(p)
-                found += [Location(p, n.lineno, "_gradient_registry") for n in registry_use_nodes(tree)] \
-                    if tree is not None else self.text_hits([p], [b"._gradient_registry"])
+                lines = registry_use_lines(tree, self.text(p) or "") if tree is not None else [1]
+                found += [Location(p, ln, "_gradient_registry") for ln in lines]
             self._registry = (found,)
         return self._registry[0]
 

@@ -192,3 +192,74 @@ def test_a_register_once_guard_on_the_registry_is_not_a_patch(tmp_path):
         """)
     (site,) = run([user])["train.py"].sites
     assert (site.status, site.code) == (MANUAL, "TFG131") and "explain.py:4" in site.reason
+
+
+SHARED_MODEL = """\
+    import tensorflow as tf
+
+    inputs = tf.constant([1.0, 2.0])
+    logits = tf.tanh(inputs) * 3.0
+    """
+
+
+def test_project_module_globals_are_not_constants_in_any_spelling(tmp_path):
+    """A project module's global may be a tensor built from what the caller passes as the
+    source: a tape opened here would miss that path (found by an adversarial run)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "shared_model.py", SHARED_MODEL)
+    write(tmp_path, "gin/__init__.py", "")
+    write(tmp_path, "gin/model.py", SHARED_MODEL)
+    user = write(tmp_path, "main.py", """\
+        import sys
+        import tensorflow as tf
+        import gin.model as m
+
+
+        def local_import(x):
+            from shared_model import logits
+            y = logits * x
+            return tf.gradients(y, x)
+
+
+        def local_module(x):
+            import shared_model
+            y = shared_model.logits * x
+            return tf.gradients(y, x)
+
+
+        def through_sys_modules(x):
+            y = sys.modules["shared_model"].logits * x
+            return tf.gradients(y, x)
+
+
+        def package_named_like_a_library(x):
+            y = m.logits * x
+            return tf.gradients(y, x)
+        """)
+    sites = run([user])["main.py"].sites
+    assert [s.status for s in sites] == [MANUAL] * 4, [(s.line, s.reason) for s in sites]
+
+
+def test_registry_changes_in_every_spelling_and_in_notebooks(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    user = write(tmp_path, "train.py", GRAD_USER)
+    spellings = [
+        "from tensorflow.python.framework.ops import _gradient_registry as R\n"
+        "R._registry['Relu']['type'] = lambda op, grad: grad\n",
+        "from tensorflow.python.framework import ops\n"
+        "getattr(ops, '_gradient_registry')._registry['Relu']['type'] = lambda op, grad: grad\n",
+        "from tensorflow.python.framework import ops\n"
+        "reg = ops.__dict__['_gradient_registry']\n",
+    ]
+    for text in spellings:
+        write(tmp_path, "patch.py", text)
+        (site,) = run([user])["train.py"].sites
+        assert (site.status, site.code) == (MANUAL, "TFG131"), text
+    os.remove(tmp_path / "patch.py")
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+            "source": ["from tensorflow.python.framework import ops\n",
+                       "ops._gradient_registry._registry['Identity']['type'] = lambda op, grad: 0.5 * grad\n"]}
+    (tmp_path / "explain.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                                                        "nbformat_minor": 5}))
+    (site,) = run([user])["train.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG131") and "explain.ipynb" in site.reason

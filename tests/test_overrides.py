@@ -404,3 +404,35 @@ def test_refusal_is_needed_the_unsafe_rewrite_differs_on_some_input(case, ov_num
     assert not isinstance(new, str), new
     assert any(not numbers_harness.close(a["fwd"], b["fwd"]) or not numbers_harness.close(a["grads"], b["grads"])
                for a, b in zip(old, new)), (old, new)
+
+
+PY_FUNC_RECIPE = '''\
+import numpy as np
+import tensorflow as tf
+
+
+def py_func(func, inp, Tout, stateful=True, name=None, grad=None):
+    rnd_name = "PyFuncGrad" + str(np.random.randint(0, 1e8))
+    tf.RegisterGradient(rnd_name)(grad)
+    with tf.get_default_graph().gradient_override_map({"PyFunc": rnd_name}):
+        return tf.py_func(func, inp, Tout, stateful=stateful, name=name)
+
+
+def _g(op, grad):
+    return grad * 3.0 * op.inputs[0] ** 2
+'''
+
+
+@pytest.mark.parametrize("rest", [
+    # a nested def and a module-level def of one name: the refusal must leave both as they were
+    "def cube(x):\n    return py_func(np.power, [x, 3.0], [tf.float32], grad=_g)\n\n\n"
+    "def square(x):\n    def _g(op, grad):\n        return grad * 2.0 * op.inputs[0]\n\n"
+    "    return py_func(np.square, [x], [tf.float32], grad=_g)\n",
+    # a method of that name in a class (it used to crash the scope walk)
+    "class M(object):\n    def _g(op, grad):\n        return grad\n\n"
+    "    def __call__(self, x):\n        return py_func(np.square, [x], [tf.float32], grad=_g)\n",
+])
+def test_py_func_gradients_convert_all_or_none(rest):
+    src = PY_FUNC_RECIPE + "\n\n" + rest
+    out, sites = migrate_text(src, path="m.py")
+    assert out == src and all(s.status == MANUAL for s in sites)

@@ -33,7 +33,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import touches
 from migrator._plugins._grad_find import STATE, TRAINABLE, Call, Item, Refuse, Source, chain_items
-from migrator._plugins._grad_values import META_ATTRS, is_fresh
+from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
 from migrator.tfnames import dotted
 
@@ -286,6 +286,12 @@ class Prover(WatchProof):
                     self.outside.append((r, i))
                     self._independent(c, r, s, i, keys, all_fresh)
             written |= it.fx.writes
+            if not all_fresh and it.orig is not None:
+                # `from model import logits` inside the tape: the global existed before it
+                for r in sorted(project_import_names(it.orig) & {k.split('.')[0] for j in S if j > i
+                                                                  for k in self.flat[j].fx.reads}):
+                    self._assume(c, f"`{r}` (a project module's global, imported at line {self.line(i)}) does not "
+                                    f"depend on {self.src_text}", r)
         if all_fresh and self.outside:
             c.proof.append("every value the tape reads from outside it was made before the sources")
 
@@ -334,7 +340,7 @@ class Prover(WatchProof):
         if root in self.source_roots and root not in an.imported:
             raise Refuse("TFG130", f"the sources come out of `{root}` and the targets read `{r}` too, which code "
                                    f"outside this block may have built from them; {self._where_to_open(r)}")
-        if root in an.constants and root not in sc.locals:
+        if root in an.constants and root not in sc.locals and not r.startswith("sys.modules"):
             if "." not in r or r.split(".")[-1] in META_ATTRS or root in an.imported:
                 return
         if all_fresh:

@@ -185,6 +185,8 @@ def is_inert(stmt: cst.CSTNode, fx, kinds: frozenset, imported: set, shadowed: f
     ``shadowed``: builtin names the program rebinds (``input = tf.Variable(...)``)."""
     if kinds & {"project", "state", "collect"}:
         return False
+    if project_import_names(stmt):
+        return False  # binds a project module's global, which may be a tensor made from a source
     ok = (imported | BUILTINS) - shadowed
     if isinstance(stmt, cst.SimpleStatementLine):
         if not all(isinstance(s, (cst.Assign, cst.AnnAssign, cst.Import, cst.ImportFrom, cst.Pass)) or
@@ -300,9 +302,28 @@ pandas pathlib pickle random re scipy shutil six sklearn string subprocess sys t
 tf_keras threading time tqdm typing warnings""".split())
 
 
-def library_imports(module: cst.Module) -> set:
-    """Names the module binds, at its top level, to a library (``tf``, ``np``, ``from math import pi``)."""
-    out: set = set()
+def _import_bindings(small, project_names=frozenset()) -> list[tuple[str, bool]]:
+    """(name bound, whether it is a library module or a name from one) for one import statement;
+    a library name that is also a module of the project (a local ``gin/``) is the project's."""
+    def lib(top: str) -> bool:
+        return top in LIBRARIES and top not in project_names
+
+    out = []
+    if isinstance(small, cst.Import):
+        for a in small.names:
+            out.append((a.evaluated_alias or a.evaluated_name.split(".")[0], lib(a.evaluated_name.split(".")[0])))
+    elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+        is_lib = not small.relative and small.module is not None and lib((dotted(small.module) or "").split(".")[0])
+        out += [(a.evaluated_alias or a.evaluated_name, is_lib) for a in small.names]
+    return out
+
+
+def library_imports(module: cst.Module, project_names=frozenset()) -> set:
+    """Names the module binds, at its top level, only to libraries (``tf``, ``np``, ``from math
+    import pi``).  A name also bound by a project import, a library name that is a package of
+    the project (``project_names``: a local ``gin/``), or a star import are not."""
+    lib: set = set()
+    other: set = set()
     todo = list(module.body)
     while todo:
         st = todo.pop()
@@ -318,12 +339,37 @@ def library_imports(module: cst.Module) -> set:
         if not isinstance(st, cst.SimpleStatementLine):
             continue
         for small in st.body:
-            if isinstance(small, cst.Import):
-                for a in small.names:
-                    if a.evaluated_name.split(".")[0] in LIBRARIES:
-                        out.add(a.evaluated_alias or a.evaluated_name.split(".")[0])
-            elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None \
-                    and not isinstance(small.names, cst.ImportStar):
-                if (dotted(small.module) or "").split(".")[0] in LIBRARIES:
-                    out |= {a.evaluated_alias or a.evaluated_name for a in small.names}
+            for name, is_lib in _import_bindings(small, project_names):
+                (lib if is_lib else other).add(name)
+    return lib - other
+
+
+def project_import_names(stmt: cst.CSTNode) -> set:
+    """Names an import inside ``stmt`` binds to a module that is not a library (a local
+    ``import model`` or ``from model import logits``): a global of the project, maybe a tensor."""
+    out: set = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            out.update(n for n, lib in _import_bindings(node) if not lib)
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            if isinstance(node.names, cst.ImportStar):
+                out.add("*")
+            out.update(n for n, lib in _import_bindings(node) if not lib)
+
+    if isinstance(stmt, cst.CSTNode):
+        stmt.visit(_V())
     return out
+
+
+def local_module_names(path: str, root) -> frozenset:
+    """Modules and packages next to the file and at the project root: a local ``gin/`` or
+    ``six.py`` shadows the library of that name."""
+    import os
+
+    out = set()
+    for d in {os.path.dirname(os.path.abspath(path)), root}:
+        if d and os.path.isdir(d):
+            out |= {os.path.splitext(n)[0] for n in os.listdir(d)}
+    return frozenset(out)

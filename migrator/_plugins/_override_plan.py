@@ -351,6 +351,7 @@ def _convert_passed_functions(p: Planner, reg: Registration, cands: list[Candida
     except Unsupported as e:
         raise Refuse("TFG105", str(e)) from None
     want_outputs = any(u.outputs or u.all_outputs for u in uses)
+    converted: dict = {}
     for d in defs:
         proofs: list[str] = []
         body_fn = p.body.convert(d, proofs)
@@ -364,10 +365,11 @@ def _convert_passed_functions(p: Planner, reg: Registration, cands: list[Candida
         for pr in proofs:
             ev.prove(pr)
         if d in lambdas:
-            p.plan.helpers[lambdas[d]] = _def_as_lambda(spec.node, lambdas[d])
+            converted[lambdas[d]] = _def_as_lambda(spec.node, lambdas[d])
             continue
         p.regs.only_passed(d, passed, nested=id(d) in nested)
-        p.plan.helpers[d] = spec.node
+        converted[d] = spec.node
+    p.plan.helpers.update(converted)  # all or none: a refusal above leaves every def as it was
     named = ", ".join(d.name.value if d not in lambdas else f"a lambda at line {p.found.line(lambdas[d])}"
                       for d in defs)
     ev.prove(f"every call of `{fn.name.value}` in the project passes a def or a lambda for `{param}` ({named})")
@@ -390,7 +392,7 @@ def _defined_once(scope, d: cst.FunctionDef) -> bool:
         s = s.parent
     if s is None:
         return False
-    body = s.node.body.body if isinstance(s.node, cst.FunctionDef) else s.node.body
+    body = s.node.body.body if isinstance(s.node, (cst.FunctionDef, cst.ClassDef)) else s.node.body
     count = sum(1 for st in _walk_defs(body) if st.name.value == name)
     return count == 1 and name not in s.assigns and name not in s.globals
 

@@ -199,7 +199,8 @@ def _grad_code(c: Candidate, target, spec: Optional[HelperSpec], params: list[st
     else:
         args = [params[c.slots.index(i)] if i in c.slots else consts[i] for i, _n in spec.input_params]
     if spec.output_param:
-        args.append("{out}")
+        # op.outputs was a list: a py_func with one Tout dtype returns a tensor, not a list
+        args.append(f"{alias}.nest.flatten({{out}})" if c.variadic else "{out}")
     call = f"{spec.name}({', '.join(args + attr_args + lam)})"
     if partial:  # the helper returns one gradient per op input: keep the parameters'
         if len(c.slots) == 1:

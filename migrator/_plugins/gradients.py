@@ -45,7 +45,8 @@ from migrator._plugins._grad_home import home
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
 from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
-    V1_CONTROL_FLOW, Closedness, call_kind, calls_in, is_fresh, library_imports, module_constants, param_names,
+    V1_CONTROL_FLOW, Closedness, call_kind, calls_in, is_fresh, library_imports, local_module_names,
+    module_constants, param_names,
 )
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
@@ -100,7 +101,7 @@ class GradientRewrite:
         if not f.calls:
             return self.module
         # only library imports are constants: a project module's global may be a tensor (`model.logits`)
-        self.imported = f.imported & library_imports(self.module)
+        self.imported = f.imported & library_imports(self.module, local_module_names(self.ctx.path, self.ctx.index.root))
         self.constants = module_constants(f.variables, f.defs, self.imported, self.qn)
         self.closed = Closedness(f.defs, self.constants, self.imported, self.qn)
         self.calls = [self._prepare(node, kind) for node, kind in f.calls]
