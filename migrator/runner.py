@@ -226,7 +226,6 @@ class _Workers:
             import libcst  # noqa: F401 - loaded once here, so forked workers share it
             from migrator._plugins import plugins
             plugins()  # the plugin modules too (libcst metadata, op tables)
-            self.pool = _pool(self.jobs, self.index, self.run_opts)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -234,12 +233,14 @@ class _Workers:
             self.pool.shutdown()
 
     def map(self, paths: list[str], progress, unmigrated: Optional[frozenset] = None) -> list[FileResult]:
-        if self.pool is None or len(paths) <= 1:
-            if unmigrated is not None:
-                self.index.unmigrated_override_modules = set(unmigrated)
-            return _map(paths, self.index, self.run_opts, progress)
+        if unmigrated is not None:
+            self.index.unmigrated_override_modules = set(unmigrated)  # for files run here
+        if self.jobs <= 1 or len(paths) <= 1:
+            return _sequential(paths, self.index, self.run_opts, progress)
         done: dict[str, FileResult] = {}
         try:
+            if self.pool is None:  # the first call, or the pool broke in the first half
+                self.pool = _pool(self.jobs, self.index, self.run_opts)
             futures = {p: self.pool.submit(_migrate_in_worker, p, unmigrated) for p in paths}
             for p, fut in futures.items():
                 try:
@@ -249,7 +250,9 @@ class _Workers:
                 if progress:
                     progress(1)
         except BrokenProcessPool:
-            self.pool = None
+            pass
+        if len(done) < len(paths):
+            self.pool = None  # broken: a later half starts a fresh one
         for p in paths:  # a worker died (not an exception): retry the rest one by one
             if p not in done:
                 done[p] = _isolated(p, self.index, self.run_opts)
@@ -278,35 +281,13 @@ def _pool(workers: int, index: RunIndex, run_opts: RunOptions) -> ProcessPoolExe
     return ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(index, run_opts))
 
 
-def _map(paths: list[str], index: RunIndex, run_opts: RunOptions, progress) -> list[FileResult]:
-    if run_opts.jobs <= 1 or len(paths) <= 1:
-        out = []
-        for p in paths:
-            out.append(migrate_file(p, index, run_opts))
-            if progress:
-                progress(1)
-        return out
-    import libcst  # noqa: F401 - loaded once here, so forked workers share it
-
-    done: dict[str, FileResult] = {}
-    try:
-        with _pool(min(run_opts.jobs, len(paths)), index, run_opts) as pool:
-            futures = {p: pool.submit(_migrate_in_worker, p) for p in paths}
-            for p, fut in futures.items():
-                try:
-                    done[p] = fut.result()
-                except BrokenProcessPool:
-                    break
-                if progress:
-                    progress(1)
-    except BrokenProcessPool:
-        pass
-    for p in paths:  # a worker died (not an exception): retry the rest one by one
-        if p not in done:
-            done[p] = _isolated(p, index, run_opts)
-            if progress:
-                progress(1)
-    return [done[p] for p in paths]
+def _sequential(paths: list[str], index: RunIndex, run_opts: RunOptions, progress) -> list[FileResult]:
+    out = []
+    for p in paths:
+        out.append(migrate_file(p, index, run_opts))
+        if progress:
+            progress(1)
+    return out
 
 
 def _isolated(path: str, index: RunIndex, run_opts: RunOptions) -> FileResult:
