@@ -120,9 +120,9 @@ class Prover:
         if not (named or made_default or s is not None):
             return False
         base = item.item.func.value if item is not None else None
+        graph_base = made_default or (named and self._graph_base(base, block.scope))
         ok = (named or made_default) and fn is not None and not rebinds(self, fn, sw[0], key) \
-            and plain_contexts(self, block.node, sw[0], item) and no_manual_switch(self, fn) \
-            and (made_default or self._graph_base(base, block.scope))
+            and plain_contexts(self, block.node, sw[0], item) and no_manual_switch(self, fn) and graph_base
         if ok:
             how = (f"the graph made default by the enclosing `with ... as_default()`" if named
                    else f"made the default graph by the enclosing `with {key}.as_default()`")
@@ -133,15 +133,17 @@ class Prover:
             return False
         w = s.graph_names[key]
         inside = s is block.scope and self._inside(block.node, w)
-        why = ("something between that with statement and the block may make another graph the default (or "
+        why = ("the block may run after that with statement ended, under another default graph" if not inside
+               else f"`{code(base)}` is not known to be a TF graph (a look-alike's as_default may yield anything)"
+               if named and not graph_base else
+               "something between that with statement and the block may make another graph the default (or "
                "rebind the name): only name_scope, variable_scope, device and control_dependencies are known "
-               "not to" if inside else
-               "the block may run after that with statement ended, under another default graph")
+               "not to")
         ev.assume(f"`{key}` is the default graph whenever the block runs", "TFG116",
                   f"`{key}` is the graph of `with ... as_default()` at {self.where(w)}, but {why}")
         return True
 
-    def _graph_base(self, base, scope: Scope) -> bool:
+    def _graph_base(self, base, scope: Scope, depth: int = 0) -> bool:
         """What `as_default()` is called on is a TF graph: `tf.Graph()`, `sess.graph`, or a name bound
         once to one of those (a look-alike's `as_default` may yield anything)."""
         if isinstance(base, cst.Call) and self.col.tf(base) == "tensorflow.Graph" and not base.args:
@@ -149,8 +151,8 @@ class Prover:
         if self._graph_like(base, scope):
             return True
         key = dotted(base)
-        bound = scope.lookup_assigns(key) if key is not None and "." not in key else None
-        return bool(bound) and len(bound) == 1 and self._graph_base(bound[0][1], scope)
+        bound = scope.lookup_assigns(key) if key is not None and "." not in key and depth < 3 else None
+        return bool(bound) and len(bound) == 1 and self._graph_base(bound[0][1], scope, depth + 1)
 
     def _captured(self, block: Block, key: str, ev: Evidence, how: str) -> None:
         """A graph object read from outside the function: right only if no other graph is ever default."""
