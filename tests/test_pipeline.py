@@ -126,3 +126,16 @@ def test_pass1_walks_only_near_the_words_and_finds_the_same_facts():
     assert P._has_candidates(tree, P.hit_lines(src, P._CANDIDATE_WORDS)) is True
     quiet = "import tensorflow as tf\nx = 'tf.gradients(a, b)'  # a string, not a call\n"
     assert P._has_candidates(ast.parse(quiet), P.hit_lines(quiet, P._CANDIDATE_WORDS)) is False
+
+
+def test_a_file_libcst_cannot_reproduce_is_reported_not_damaged():
+    import pytest
+
+    from migrator.files import FileError
+
+    src = ("import tensorflow as tf\n\nx = tf.constant([1.0])\ny = x * x\ng = tf.gradients(y, x)\n"
+           "'''doc'''\n\n\t\t\n")  # libcst loses the blank line before the whitespace-only last line
+    with pytest.raises(FileError, match="byte for byte"):
+        migrate_text(src, path="m.py")
+    quiet = "import tensorflow as tf\n'''doc'''\n\n\t\t\n"
+    assert migrate_text(quiet, path="m.py")[0] == quiet  # nothing to rewrite: nothing rendered
