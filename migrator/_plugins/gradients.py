@@ -42,6 +42,7 @@ from migrator._plugins._grad_find import (
     Call, Find, Item, Refuse, check_context, may_have_candidates, parse_args,
 )
 from migrator._plugins._grad_home import home
+from migrator._plugins._grad_filechecks import calls_manual_gradient, grad_file_refusal
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
 from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
@@ -51,7 +52,6 @@ from migrator._plugins._grad_values import (
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
 from migrator.notebook import CELL_MARKER
-from migrator.pipeline import imported_modules, module_names_for
 from migrator.tfnames import tf_name
 
 KINDS = {"grad": TF_GRADIENTS, "hess": HESSIANS, "jac": JACOBIAN, "bjac": JACOBIAN}
@@ -105,7 +105,7 @@ class GradientRewrite:
         self.constants = module_constants(f.variables, f.defs, self.imported, self.qn)
         self.closed = Closedness(f.defs, self.constants, self.imported, self.qn)
         self.calls = [self._prepare(node, kind) for node, kind in f.calls]
-        file_refusal = self._file_refusal()
+        file_refusal = grad_file_refusal(self)
         for c in self.calls:
             if file_refusal and c.refused is None:
                 c.refused = file_refusal
@@ -329,39 +329,6 @@ class GradientRewrite:
         return scope
 
     # -- checks outside the data flow ---------------------------------------------
-    def _file_refusal(self) -> Optional[Refuse]:
-        patches = self.ctx.index.gradients_patches
-        if patches is None:
-            patches = self.project.gradients_patches()
-        if patches:
-            where = f"{os.path.basename(patches[0].path)}:{patches[0].line}"
-            return Refuse("TFG131", f"tf.gradients is replaced at {where}; a tape would bypass that wrapper. "
-                                    "Migrate the wrapper's behaviour onto the tape (e.g. clip the tape's "
-                                    "gradients), remove the patch, then re-run")
-        registry = self.project.registry_patches()
-        if registry:
-            where = f"{os.path.basename(registry[0].path)}:{registry[0].line}"
-            return Refuse("TFG131", f"TF's gradient registry is changed at run time ({where}: `_gradient_registry`): "
-                                    "which gradient function an op gets depends on when a tape runs; migrate by hand")
-        if self.ctx.facts.get("manual_overrides"):
-            return Refuse("TFG122", "an override map in this file was left for manual migration and a tape "
-                                    "would ignore it; migrate the override first, then re-run")
-        bad = imported_modules(self.ctx.source) & set(self.ctx.index.unmigrated_override_modules)
-        if bad:
-            return Refuse("TFG122", f"this file imports `{sorted(bad)[0]}`, whose override map was left for "
-                                    "manual migration; a tape would ignore it: migrate it first, then re-run")
-        here = os.path.abspath(self.ctx.path)
-        for dep in self.project.import_closure(here):
-            if not self.project.override_entries(dep):
-                continue
-            in_run = dep in self.project.originals
-            if not in_run or module_names_for(dep) & set(self.ctx.index.unmigrated_override_modules):
-                where = "is not part of this run" if not in_run else "was left for manual migration"
-                return Refuse("TFG122", f"this file imports `{os.path.basename(dep)}`, which enters "
-                                        f"gradient_override_map and {where}; a tape would ignore that override: "
-                                        "migrate both files in one run")
-        return None
-
     def check_region(self, c: Call, flat: list, scope: BlockScope) -> None:
         """Checks on the region that are not data flow: overrides from callers and helpers,
         v1 control flow in Session scripts, notebook cells; then the assumptions."""
@@ -376,7 +343,7 @@ class GradientRewrite:
             if helper:
                 raise Refuse("TFG122", f"`{helper}` enters gradient_override_map around these ops; a tape would "
                                        "ignore that override: migrate the helper to tf.custom_gradient first")
-        manual = self._calls_manual_gradient(flat, s, e)
+        manual = calls_manual_gradient(self, flat, s, e)
         if manual:
             raise Refuse("TFG128", f"the tape would differentiate through `{manual}(...)`, whose gradient call "
                                    "stays manual; migrate that one first, then re-run")
@@ -406,51 +373,6 @@ class GradientRewrite:
                  f"open the tape in the caller of `{scope.func.name.value}`")
         return Refuse("TFG129", "the tape is right only if " + "; and ".join(c.assumptions) +
                       f". If that holds, re-run with --unsafe-fixes; otherwise {where}")
-
-    def _calls_manual_gradient(self, flat: list, s: int, e: int) -> Optional[str]:
-        """A function of this module, called in the region, that holds (or calls one that holds)
-        a gradient call left manual: a Hessian-vector product over it needs that one first."""
-        holders = self._manual_gradient_defs()
-        for i in range(s, e + 1):
-            node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
-            for call in calls_in(node) if node is not None else ():
-                fn = call.func
-                name = fn.value if isinstance(fn, cst.Name) else fn.attr.value if isinstance(fn, cst.Attribute) else None
-                if name in holders:
-                    return self.code(fn)
-        return None
-
-    def _manual_gradient_defs(self) -> set:
-        """Names of this module's functions and methods that hold a manual gradient call, closed
-        over calls by name (a function calling one of them holds one too)."""
-        direct: set = set()
-        defs: dict = {}
-
-        class V(cst.CSTVisitor):
-            def visit_FunctionDef(self, node):
-                defs.setdefault(node.name.value, []).append(node)
-
-        self.module.visit(V())
-        for c in self.calls:
-            if c.refused is not None and c.node is not None:
-                cur = self.parents.get(c.node)
-                while cur is not None and not isinstance(cur, cst.FunctionDef):
-                    cur = self.parents.get(cur)
-                if cur is not None:
-                    direct.add(cur.name.value)
-        holders = set(direct)
-        changed = True
-        while changed:
-            changed = False
-            for name, nodes in defs.items():
-                if name in holders:
-                    continue
-                called = {cl.func.value if isinstance(cl.func, cst.Name) else getattr(getattr(cl.func, "attr", None), "value", None)
-                          for n in nodes for cl in calls_in(n.body)}
-                if called & holders:
-                    holders.add(name)
-                    changed = True
-        return holders
 
     def _no_collections(self, c: Call, flat: list, s: int, e: int) -> None:
         """Under TF2 (eager, and tf.function) graph collections are empty: a tape over them would
