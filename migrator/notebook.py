@@ -139,6 +139,11 @@ def joined_code(cells: list[Cell]) -> str:
     return "".join(_MARKER.format(c.index) + "\n" + c.code + ("" if c.code.endswith("\n") else "\n") for c in cells)
 
 
+def notebook_code(text: str) -> str:
+    """A notebook's JSON text as one module of its code cells (raises NotebookError)."""
+    return joined_code(code_cells(load(text)))
+
+
 def _split(code: str, cells: list[Cell]) -> Optional[dict[int, str]]:
     """The migrated module cut back into cells; None when a rewrite moved code across them."""
     lines = code.splitlines(keepends=True)

@@ -23,7 +23,7 @@ from typing import Iterable, Optional
 
 from migrator.astwalk import hit_lines
 from migrator.files import DEFAULT_EXCLUDES, FileError
-from migrator.notebook import code_cells, joined_code, load
+from migrator.notebook import notebook_code
 from migrator.patches import gradients_patch_nodes, registry_use_lines
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
@@ -113,7 +113,7 @@ class Project:
                 with open(path, "rb") as fh:
                     self._text[path] = fh.read().decode("utf-8-sig", "replace")
                 if path.endswith(".ipynb"):  # a notebook's code cells, as one module
-                    self._text[path] = joined_code(code_cells(load(self._text[path])))
+                    self._text[path] = notebook_code(self._text[path])
             except (OSError, FileError):
                 self._text[path] = None
         return self._text[path]

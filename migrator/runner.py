@@ -151,9 +151,9 @@ def index_file(path: str, max_bytes: int) -> tuple[Optional[RunIndex], bool]:
 def _index_text(index: RunIndex, path: str, text: str) -> None:
     """Pass-1 facts of one file's text (a notebook's code cells, joined)."""
     if is_notebook(path):
-        from migrator.notebook import code_cells, joined_code, load
+        from migrator.notebook import notebook_code
 
-        text = joined_code(code_cells(load(text)))
+        text = notebook_code(text)
     index.add_file(path, text)
 
 
