@@ -32,6 +32,12 @@ class Prover:
         self.found, self.col, self.ctx, self.project = found, found.col, ctx, project
         self.path = os.path.abspath(ctx.path)
         self._reach: Optional[list[str]] = None
+        self._code: dict = {}  # id(function) -> its source, rendered once for the switch checks
+
+    def code_of(self, fn: cst.CSTNode) -> str:
+        if id(fn) not in self._code:
+            self._code[id(fn)] = self.found.module.code_for_node(fn)
+        return self._code[id(fn)]
 
     def where(self, node: cst.CSTNode) -> str:
         return f"line {self.found.line(node)}"
@@ -124,7 +130,7 @@ class Prover:
         ok = (named or made_default) and fn is not None and not rebinds(self, fn, sw[0], key) \
             and plain_contexts(self, block.node, sw[0], item) and no_manual_switch(self, fn) and graph_base
         if ok:
-            how = (f"the graph made default by the enclosing `with ... as_default()`" if named
+            how = ("the graph made default by the enclosing `with ... as_default()`" if named
                    else f"made the default graph by the enclosing `with {key}.as_default()`")
             ev.prove(f"`{key}` is {how} ({self.where(sw[0])}), and nothing between them rebinds it or enters "
                      "another context")

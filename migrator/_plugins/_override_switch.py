@@ -69,18 +69,22 @@ def safe_context(prover, item: cst.WithItem) -> bool:
 def no_manual_switch(prover, fn: Optional[cst.CSTNode]) -> bool:
     """The function enters no context by hand (`__enter__`, `ExitStack.enter_context`) and is no
     generator (it could resume under another default graph)."""
-    return fn is not None and not _MANUAL_SWITCH.search(prover.found.module.code_for_node(fn))
+    return fn is not None and not _MANUAL_SWITCH.search(prover.code_of(fn))
 
 
 def rebinds(prover, fn: cst.CSTNode, within: cst.With, key: str) -> bool:
     """Whether ``key`` may be bound again inside ``within``, or from elsewhere (global, nonlocal)."""
-    text = prover.found.module.code_for_node(fn)
+    text = prover.code_of(fn)
     name = re.escape(key)
     if re.search(rf"\b(global|nonlocal)\b[^\n]*\b{name}\b|\bimport\b[^\n]*\b{name}\b", text):
         return True
     body = within.body.body if isinstance(within.body, cst.IndentedBlock) else [within.body]
-    return any(key in effects(st).assigns or key in effects(st).writes and isinstance(st, cst.SimpleStatementLine)
-               and any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in st.body) for st in body)
+    for st in body:
+        fx = effects(st)
+        if key in fx.assigns or key in fx.writes and isinstance(st, cst.SimpleStatementLine) \
+                and any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in st.body):
+            return True
+    return False
 
 
 def sole_def(prover, name: str) -> bool:
