@@ -125,6 +125,7 @@ RULES = [
     ("ov_pyfunc_passed_grad", "py_func recipe with the gradient passed as a value", "Each function passed as `grad` is converted; the unique-name machinery goes."),
     ("ov_builtins_in_block", "Builtins in the block", "`print`, `len`, `float`, `int`, `range` and `isinstance` make no op: the block's statements stay, the with goes."),
     ("ov_pyfunc_nested_and_lambda_grads", "py_func recipe with a nested def or a lambda as the gradient", "A def nested in the calling function (defined once there, used only as the argument) is converted in place; a `lambda op, grad: ...` stays a lambda of `(inputs, grad)`."),
+    ("ov_pyfunc_python_container_inputs", "py_func inputs that are Python lists or variables", "tf.py_func converted each input to a tensor; the call site does the same (`map(tf.convert_to_tensor, inp)`, or `tf.convert_to_tensor([...])` for a list literal), since `custom_gradient` would flatten a list into several arguments."),
     ("ov_sess_graph", "Manual: `sess.graph` of a session passed in (TFG116)", "The override applied only if that graph was the default one when the ops were made; the source does not show it."),
     ("ov_graph_as_default", "`with tf.Graph().as_default() as graph`", ""),
     ("ov_graph_as_default_as_name", "`with sess.graph.as_default() as g`", "`as g` binds the graph itself, and inside the with it is the default graph, whatever spells it."),

@@ -70,7 +70,10 @@ class _Apply(cst.CSTTransformer):
         if isinstance(updated, cst.Call):
             if cand.variadic:
                 (inp,) = _input_exprs(original, updated, cand)
-                args = [cst.Arg(inp, star="*")]
+                # tf.py_func converted each input; custom_gradient would flatten a Python
+                # list and hand a variable to the forward, where it is read untracked
+                conv = cst.parse_expression(f"map({self.plan.tf_alias}.convert_to_tensor, _)")
+                args = [cst.Arg(conv.with_changes(args=[conv.args[0], cst.Arg(inp)]), star="*")]
             else:
                 exprs = _input_exprs(original, updated, cand)
                 args = [cst.Arg(e) for e in exprs]
@@ -80,6 +83,10 @@ class _Apply(cst.CSTTransformer):
         else:
             args = [cst.Arg(updated.expression)]
         for k, other in cand.convert.items():  # TF1 converted a Python operand to the other one's dtype
+            if other is None:  # py_func converted it; custom_gradient would flatten a Python list
+                conv = cst.parse_expression(f"{self.plan.tf_alias}.convert_to_tensor(_)")
+                args[k] = cst.Arg(conv.with_changes(args=[cst.Arg(args[k].value)]))
+                continue
             conv = cst.parse_expression(f"{self.plan.tf_alias}.convert_to_tensor(_, dtype={other}.dtype)")
             args[k] = cst.Arg(conv.with_changes(args=[cst.Arg(args[k].value), conv.args[1]]))
         return cst.Call(cst.Name(name), args, lpar=updated.lpar, rpar=updated.rpar)

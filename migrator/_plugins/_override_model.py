@@ -152,7 +152,8 @@ class Candidate:
     TF1 converted them to), for a gradient that reads them).  ``convert`` maps
     an index of ``input_exprs`` to the code of the tensor whose dtype TF1
     converted it to (an operand that may be a Python number, next to a
-    tensor): the call site converts it the same way.  ``attr_lets`` are
+    tensor): the call site converts it the same way; ``None`` converts it
+    with no dtype, as tf.py_func did its list inputs.  ``attr_lets`` are
     keyword arguments of the call evaluated once in the wrapper, where the op
     is made (non-literal op attributes).
     """
@@ -173,7 +174,7 @@ class Candidate:
     slots: list[int] = field(default_factory=list)
     consts: dict[int, tuple[str, int]] = field(default_factory=dict)
     const_nodes: dict[int, cst.CSTNode] = field(default_factory=dict)  # op-input position -> its source node
-    convert: dict[int, str] = field(default_factory=dict)
+    convert: dict[int, Optional[str]] = field(default_factory=dict)
     attr_lets: list[tuple[str, str]] = field(default_factory=list)  # (call parameter, code)
     bound: dict = field(default_factory=dict)  # call parameter -> (position, expression)
     evidence: Evidence = field(default_factory=Evidence)

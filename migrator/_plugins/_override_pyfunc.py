@@ -13,6 +13,7 @@ import libcst as cst
 from migrator._plugins._override_model import Candidate, Refuse, code
 
 PY_FUNC_PARAMS = ["func", "inp", "Tout", "stateful", "name"]
+_CONTAINERS = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Set, cst.SetComp, cst.Dict, cst.DictComp)
 
 
 def scan_py_func(scanner, call, name, stmt, emap, block, found, scope) -> None:
@@ -54,11 +55,14 @@ def scan_py_func(scanner, call, name, stmt, emap, block, found, scope) -> None:
         forward = call.with_changes(func=func, args=args)
         exprs = [e.value for e in inp.elements]
         variadic = False
+        # a Python container would reach custom_gradient as several arguments
+        convert = {i: None for i, e in enumerate(exprs) if isinstance(e, _CONTAINERS)}
     else:
         args = list(call.args)
         args[inp_pos] = args[inp_pos].with_changes(value=cst.Call(cst.Name("list"), [cst.Arg(cst.Name("inputs"))]))
         forward = call.with_changes(func=func, args=args)
         exprs, names, variadic = [inp], ["*inputs"], True
+        convert = {}
     closure = any(scanner._static_ok(e) is False for p, (_i, e) in bound.items() if p != "inp")
     post: list[str] = []
     tout_pos, tout = bound["Tout"]
@@ -77,7 +81,7 @@ def scan_py_func(scanner, call, name, stmt, emap, block, found, scope) -> None:
     ev.prove(f"`{op_type}` made by `tf.py_func` ({how}); tf.numpy_function makes the same op")
     found.append(Candidate(call, op_type, emap[op_type], exprs, names, forward, variadic=variadic,
                            needs_closure=closure, stmt=stmt, tf_name=name, block=block, post_lines=post,
-                           n_inputs=len(names), slots=list(range(len(names)))))
+                           n_inputs=len(names), slots=list(range(len(names))), convert=convert))
 
 
 def _numpy_function_func(func: cst.BaseExpression) -> cst.BaseExpression:
