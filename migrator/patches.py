@@ -51,13 +51,23 @@ def _is_namespace(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars"
 
 
+#: methods of TF's ``Registry`` that only read it
+_READ_METHODS = ("lookup", "list")
+
+
 def registry_use_lines(tree: ast.AST, text: str) -> list[int]:
     """Lines where ``_gradient_registry`` appears other than as the attribute a membership test
-    reads (``"G" in ops._gradient_registry._registry``): any other spelling (an alias, an
-    import of the name, ``getattr(ops, "_gradient_registry")``, a string run by ``exec``, even
-    a comment) may swap an entry, and counts."""
+    reads (``"G" in ops._gradient_registry._registry``) or a read through its own methods
+    (``ops._gradient_registry.lookup("Relu")``, ``.list()``): any other spelling (an alias, an
+    import of the name, ``getattr(ops, "_gradient_registry")``, a string run by ``exec``,
+    ``ops._gradient_registry.lookup = f``, even a comment) may swap an entry, and counts."""
     tested = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _READ_METHODS and isinstance(node.func.value, ast.Attribute) \
+                and node.func.value.attr == "_gradient_registry":
+            inner = node.func.value
+            tested.add((inner.end_lineno, inner.end_col_offset))
         if isinstance(node, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
             for c in node.comparators:
                 inner = c.value if isinstance(c, ast.Attribute) and c.attr == "_registry" else c

@@ -263,3 +263,26 @@ def test_registry_changes_in_every_spelling_and_in_notebooks(tmp_path):
                                                         "nbformat_minor": 5}))
     (site,) = run([user])["train.py"].sites
     assert (site.status, site.code) == (MANUAL, "TFG131") and "explain.ipynb" in site.reason
+
+
+def test_reading_the_registry_through_its_methods_is_not_a_patch(tmp_path):
+    """`ops._gradient_registry.lookup("Relu")` reuses TF's own gradient (a real idiom); only
+    replacing the method, or any other spelling, counts as a patch."""
+    (tmp_path / "pyproject.toml").write_text("")
+    user = write(tmp_path, "train.py", GRAD_USER)
+    write(tmp_path, "grads.py", """\
+        from tensorflow.python.framework import ops
+
+        relu_gradient = ops._gradient_registry.lookup("Relu")
+        known = sorted(ops._gradient_registry.list())
+        """)
+    (site,) = run([user])["train.py"].sites
+    assert site.status == MIGRATED, site.reason
+    write(tmp_path, "hook.py", """\
+        from tensorflow.python.framework import ops
+
+        def hook(patch):
+            ops._gradient_registry.lookup = patch(ops._gradient_registry.lookup)
+        """)
+    (site,) = run([user])["train.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG131") and "hook.py:4" in site.reason
