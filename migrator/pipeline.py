@@ -93,7 +93,6 @@ class Registration:
     name: str  # the gradient name when it is a string literal, else "" (dynamic)
     path: str
     line: int
-    function: Optional[str]  # the registered function's name, when it is a plain def/name
 
 
 @dataclass
@@ -168,22 +167,13 @@ def scan_tree(tree: ast.AST, lines: Optional[list[int]] = None) -> _Facts:
             if name == "RegisterGradient" and node.args:
                 arg = node.args[0]
                 lit = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""
-                facts.registrations.append(Registration(lit, "", node.lineno, None))
+                facts.registrations.append(Registration(lit, "", node.lineno))
             elif name == "gradient_override_map":
                 facts.has_override_block = True
                 if node.args and isinstance(node.args[0], ast.Dict):
                     for v in node.args[0].values:
                         if isinstance(v, ast.Constant) and isinstance(v.value, str):
                             facts.mapped_names.add(v.value)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for dec in node.decorator_list:
-                if (
-                    isinstance(dec, ast.Call)
-                    and (getattr(dec.func, "attr", None) or getattr(dec.func, "id", None)) == "RegisterGradient"
-                ):
-                    for reg in facts.registrations:
-                        if reg.line == dec.lineno and reg.function is None:
-                            reg.function = node.name
         elif isinstance(node, ast.Import):
             facts.imports |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
