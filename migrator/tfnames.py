@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
+from libcst.metadata import QualifiedNameProvider, ScopeProvider
+from libcst.metadata.base_provider import BaseMetadataProvider
 
 _COMPAT = ("tensorflow.compat.v1.", "tensorflow.compat.v2.")
 
@@ -44,6 +45,43 @@ def normalize(name: str) -> Optional[str]:
     return name
 
 
+class _ScopeNames:
+    """node -> its qualified names, asked of the node's scope on first use (and kept)."""
+
+    def __init__(self, scopes) -> None:
+        self._scopes = scopes
+        self._names: dict = {}
+
+    def get(self, node, default=None):
+        names = self._names.get(node)
+        if names is None:
+            scope = self._scopes.get(node)
+            if scope is None:
+                return default
+            names = self._names[node] = scope.get_qualified_names_for(node)
+        return names
+
+    def __getitem__(self, node):
+        names = self.get(node)
+        if names is None:
+            raise KeyError(node)
+        return names
+
+
+class LazyQualifiedNameProvider(BaseMetadataProvider):
+    """``QualifiedNameProvider``'s values without its pass over every node of the module.
+
+    libcst's provider visits the whole tree to store a lazy value per node; the plugins
+    ask for the names of a few hundred call targets.  This one asks the scope of each
+    node when a plugin first wants its names (``ScopeProvider`` is computed anyway).
+    """
+
+    METADATA_DEPENDENCIES = (ScopeProvider,)
+
+    def _gen(self, wrapper):  # the resolved mapping itself is lazy: no per-node pass
+        return _ScopeNames(wrapper.resolve(ScopeProvider))
+
+
 class QualifiedNames:
     """``wrapper.resolve(QualifiedNameProvider)`` with its lazy values forced on access."""
 
@@ -61,13 +99,13 @@ def tf_name(node: cst.CSTNode, wrapper_or_visitor) -> Optional[str]:
     """The normalised TF name of ``node`` (a Name/Attribute/Call's func), or None.
 
     ``wrapper_or_visitor`` is anything with ``get_metadata`` (a visitor that
-    declared ``QualifiedNameProvider``) or a resolved metadata mapping.
+    declared ``LazyQualifiedNameProvider``) or a resolved metadata mapping.
     """
     if isinstance(node, cst.Call):
         node = node.func
     try:
         if hasattr(wrapper_or_visitor, "get_metadata"):
-            names = wrapper_or_visitor.get_metadata(QualifiedNameProvider, node, set())
+            names = wrapper_or_visitor.get_metadata(LazyQualifiedNameProvider, node, set())
         else:
             names = wrapper_or_visitor.get(node, set())
             if callable(names):  # a LazyValue from MetadataWrapper.resolve

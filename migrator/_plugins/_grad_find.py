@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from migrator.tfnames import dotted, normalize, tf_name
+from migrator.tfnames import LazyQualifiedNameProvider, dotted, normalize, tf_name
 
 GRADIENTS = "tensorflow.gradients"
 HESSIANS_API = "tensorflow.hessians"
@@ -168,7 +168,7 @@ class Group:
 class Find(cst.CSTVisitor):
     """Candidate calls, K.gradients, graph-only functions, imports; all with metadata."""
 
-    METADATA_DEPENDENCIES = (QualifiedNameProvider, PositionProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (LazyQualifiedNameProvider, PositionProvider, ParentNodeProvider)
 
     def __init__(self) -> None:
         self.calls: list[tuple[cst.Call, str]] = []
@@ -194,7 +194,7 @@ class Find(cst.CSTVisitor):
         if name is not None and name.rsplit(".", 1)[-1] in ("Session", "InteractiveSession", "MonitoredSession",
                                                             "MonitoredTrainingSession", "SingularMonitoredSession"):
             self.session = True
-        raw = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
+        raw = {q.name for q in self.get_metadata(LazyQualifiedNameProvider, node.func, set())}
         if raw & KERAS_GRADIENTS:
             self.keras.append(node)
             return

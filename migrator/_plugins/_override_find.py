@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from migrator._plugins._override_model import Block, Registration, Scope, assigned_counts
-from migrator.tfnames import QualifiedNames, dotted, normalize
+from migrator.tfnames import LazyQualifiedNameProvider, QualifiedNames, dotted, normalize
 
 _COMPOUND = (cst.If, cst.For, cst.While, cst.Try, cst.With, cst.Match) if hasattr(cst, "Match") else (
     cst.If, cst.For, cst.While, cst.Try, cst.With)
@@ -299,7 +299,7 @@ def find_sites(module: cst.Module, wrapper: Optional[MetadataWrapper] = None) ->
     metadata other plugins may reuse (``FileContext.metadata``); one is made when absent."""
     if wrapper is None or wrapper.module is not module:  # the plan rewrites these very nodes
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    qnames = QualifiedNames(wrapper.resolve(QualifiedNameProvider))
+    qnames = QualifiedNames(wrapper.resolve(LazyQualifiedNameProvider))
     positions = wrapper.resolve(PositionProvider)
     col = Collector(qnames, positions)
     wrapper.visit(col)

@@ -29,7 +29,7 @@ import os
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from migrator import codes
 from migrator._plugins import Plugin, register
@@ -52,7 +52,7 @@ from migrator._plugins._grad_values import (
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
 from migrator.notebook import CELL_MARKER
-from migrator.tfnames import tf_name
+from migrator.tfnames import LazyQualifiedNameProvider, tf_name
 
 KINDS = {"grad": TF_GRADIENTS, "hess": HESSIANS, "jac": JACOBIAN, "bjac": JACOBIAN}
 DONE = {"grad": "TFG003", "hess": "TFG005", "jac": "TFG004", "bjac": "TFG004"}
@@ -90,7 +90,7 @@ class GradientRewrite:
         if not f.calls and not f.keras and not f.values:
             return self.module
         self.parents = self.wrapper.resolve(ParentNodeProvider)
-        self.qn = self.wrapper.resolve(QualifiedNameProvider)
+        self.qn = self.wrapper.resolve(LazyQualifiedNameProvider)
         self.pos = self.wrapper.resolve(PositionProvider)
         for node in f.keras:
             self._site(node, TF_GRADIENTS, "TFG127", "keras.backend.gradients only works in graph mode; compute "
