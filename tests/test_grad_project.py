@@ -286,3 +286,29 @@ def test_reading_the_registry_through_its_methods_is_not_a_patch(tmp_path):
         """)
     (site,) = run([user])["train.py"].sites
     assert (site.status, site.code) == (MANUAL, "TFG131") and "hook.py:4" in site.reason
+
+
+def test_a_graph_override_table_written_directly_keeps_every_call(tmp_path):
+    """`g._gradient_override_map["Relu"] = "GuidedRelu"` (or a hand-written copy of
+    gradient_override_map) overrides TF1 gradients without the context manager; a tape
+    ignores it, here or in any other file of the project."""
+    (tmp_path / "pyproject.toml").write_text("")
+    user = write(tmp_path, "train.py", GRAD_USER)
+    (site,) = run([user])["train.py"].sites
+    assert site.status == MIGRATED
+    for word, text in [
+        ("_gradient_override_map", """\
+            import tensorflow as tf
+
+            def guided():
+                tf.get_default_graph()._gradient_override_map["Relu"] = "GuidedRelu"
+            """),
+        ("_gradient_function_map", """\
+            def swap(graph, fn):
+                graph._gradient_function_map["Relu"] = fn
+            """),
+    ]:
+        write(tmp_path, "explain.py", text)
+        (site,) = run([user])["train.py"].sites
+        assert (site.status, site.code) == (MANUAL, "TFG131"), word
+        assert f"explain.py:4: `{word}`" in site.reason or f"explain.py:2: `{word}`" in site.reason, site.reason

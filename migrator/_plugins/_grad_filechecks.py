@@ -27,7 +27,11 @@ def grad_file_refusal(an) -> Optional[Refuse]:
                                 "gradients), remove the patch, then re-run")
     registry = an.project.registry_patches()
     if registry:
-        where = f"{os.path.basename(registry[0].path)}:{registry[0].line}"
+        first = registry[0]
+        where = f"{os.path.basename(first.path)}:{first.line}"
+        if first.text != "_gradient_registry":
+            return Refuse("TFG131", f"a graph's gradient overrides are set directly ({where}: `{first.text}`), "
+                                    "which a tape ignores: replace that code with tf.custom_gradient, then re-run")
         return Refuse("TFG131", f"TF's gradient registry is changed at run time ({where}: `_gradient_registry`): "
                                 "which gradient function an op gets depends on when a tape runs; migrate by hand")
     if an.ctx.facts.get("manual_overrides"):
