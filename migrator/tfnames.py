@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider, ScopeProvider
+from libcst.metadata import ScopeProvider
 from libcst.metadata.base_provider import BaseMetadataProvider
 
 _COMPAT = ("tensorflow.compat.v1.", "tensorflow.compat.v2.")

@@ -312,3 +312,30 @@ def test_a_graph_override_table_written_directly_keeps_every_call(tmp_path):
         (site,) = run([user])["train.py"].sites
         assert (site.status, site.code) == (MANUAL, "TFG131"), word
         assert f"explain.py:4: `{word}`" in site.reason or f"explain.py:2: `{word}`" in site.reason, site.reason
+
+
+def test_a_caller_inside_a_library_override_context_keeps_the_call(tmp_path):
+    """A caller that wraps the function in lucid's `relu_overrides()`, or in a helper of
+    its own module that enters gradient_override_map: TF1 applied the override to the ops
+    the function makes, a tape opened inside it would not."""
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "lib.py", """\
+        import tensorflow as tf
+
+
+        def saliency():
+            x = tf.constant([1.0, 2.0, -1.0])
+            y = tf.nn.relu(x * tf.constant([1.0, -2.0, 3.0]))
+            return tf.gradients(tf.reduce_sum(y * y), x)[0]
+        """)
+    (site,) = run([lib])["lib.py"].sites
+    assert site.status == MIGRATED, site.reason
+    for body in ["import lucid.optvis.overrides as ov\nfrom lib import saliency\n\n\ndef run():\n"
+                 "    with ov.relu_overrides():\n        return saliency()\n",
+                 "import tensorflow as tf\nfrom lib import saliency\n\n\ndef guided():\n"
+                 "    return tf.get_default_graph().gradient_override_map({'Relu': 'Identity'})\n\n\n"
+                 "def run():\n    with guided():\n        return saliency()\n"]:
+        (tmp_path / "main.py").write_text(body)
+        (site,) = run([lib])["lib.py"].sites
+        assert (site.status, site.code) == (MANUAL, "TFG122"), site.reason
+        assert "main.py:" in site.reason

@@ -767,3 +767,45 @@ def test_an_in_place_append_through_an_alias_is_inside_the_tape():
     )
     assert only(sites).status == MIGRATED
     assert "tape.watch(x)\n            l = self.losses\n            l.append(" in out
+
+
+LIBRARY_CONTEXT = """\
+import tensorflow as tf
+{imports}
+
+
+def saliency(x):
+    w = tf.constant([1.0, -2.0, 3.0])
+    with {context}:
+        y = tf.nn.relu(x * w)
+        loss = tf.reduce_sum(y * y)
+        return tf.gradients(loss, x)[0]
+"""
+
+
+@pytest.mark.parametrize("imports,context,expect", [
+    # a library's context manager may enter gradient_override_map (lucid's does): TF1 applied it
+    ("from lucid.misc.gradient_override import gradient_override_map",
+     'gradient_override_map({"Relu": lambda op, grad: grad})', "TFG122"),
+    ("import lucid.optvis.overrides as ov", "ov.relu_overrides()", "TFG122"),
+    ("import mylib", "mylib.guided()", "TFG129"),
+    ("import importlib\nhelpers = importlib.import_module('helpers')", "helpers.scope()", "TFG129"),
+    # scopes that touch no gradient
+    ("import tf_slim as slim", "slim.arg_scope([slim.conv2d], padding='SAME')", MIGRATED),
+    ("from tensorpack import *", "argscope(Conv2D, kernel_size=4)", MIGRATED),
+    ("", "tf.variable_scope('net')", MIGRATED),
+    ("", "tf.get_default_graph().name_scope('net')", MIGRATED),
+])
+def test_a_context_manager_around_the_ops_must_be_known_to_override_no_gradient(imports, context, expect):
+    src = LIBRARY_CONTEXT.format(imports=imports, context=context)
+    out, sites = migrate(src)
+    site = only(sites)
+    if expect == MIGRATED:
+        assert site.status == MIGRATED, site.reason
+        return
+    assert (site.status, site.code) == (MANUAL, expect), site.reason
+    assert out == src
+    if expect == "TFG129":  # the assumption names the context manager, and --unsafe-fixes states it
+        assert "(a context manager around these ops) overrides no gradient" in site.reason
+        _out, unsafe = migrate(src, options=Options(unsafe_fixes=True))
+        assert any("overrides no gradient" in a for a in only(unsafe).assumptions)

@@ -222,19 +222,31 @@ def source_structure(project: Project, path: str, func: str, sig: Signature, par
 
 
 def callers_under_override(project: Project, path: str, func: str) -> Optional[str]:
-    """A call of ``func`` made inside a ``with ... gradient_override_map(...)`` block, if any."""
+    """A call of ``func`` made inside a ``with`` block that may override gradients, if any:
+    ``gradient_override_map``, a context manager named like an override (lucid's
+    ``gradient_override_map``, ``relu_overrides()``), or a function of the caller's module
+    that enters one."""
     sites = project.callers(path, func) or []
     for site in sites:
         tree = project.tree(site.path)
         if tree is None:
             continue
+        defs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         for node in ast.walk(tree):
-            if isinstance(node, ast.With) and any("gradient_override_map" in ast.unparse(i.context_expr)
-                                                   for i in node.items):
+            if isinstance(node, ast.With) and any(_may_override(i.context_expr, defs) for i in node.items):
                 end = getattr(node, "end_lineno", node.lineno)
                 if node.lineno <= site.line <= end:
                     return _loc(site)
     return None
+
+
+def _may_override(expr: ast.expr, defs: dict) -> bool:
+    text = ast.unparse(expr)
+    low = text.replace("GradientTape", "").lower()
+    if "override" in low or "gradient" in low:
+        return True
+    fn = expr.func if isinstance(expr, ast.Call) else None
+    return isinstance(fn, ast.Name) and fn.id in defs and "gradient_override_map" in ast.unparse(defs[fn.id])
 
 
 def _loc(site: CallSite) -> str:

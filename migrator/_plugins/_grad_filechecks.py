@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._plugins._grad_find import Refuse
-from migrator._plugins._grad_values import calls_in
+from migrator._plugins._grad_values import call_kind, calls_in
 from migrator.pipeline import imported_modules, module_names_for
 
 
@@ -98,3 +98,114 @@ def _manual_gradient_defs(an) -> set:
                 holders.add(name)
                 changed = True
     return holders
+
+
+#: context managers that touch no gradient: a graph's (or session's) own scopes, and the
+#: layer-argument scopes of slim and tensorpack, whether methods or imported functions
+_NEUTRAL_CONTEXTS = ("as_default", "name_scope", "variable_scope", "device", "control_dependencies",
+                     "colocate_with", "arg_scope", "argscope", "nullcontext")
+
+
+def check_contexts(an, c, flat: list, s: int, e: int) -> None:
+    """Each ``with`` around the call (in its function) or inside the region is known not to
+    override gradients, or the tape is refused: TF1 applied an override to every op made
+    inside it, and a tape ignores one.  A project helper that enters gradient_override_map
+    refuses (TFG122); any other context manager the source does not show is an assumption
+    (a library's, like lucid's ``gradient_override_map``), or a refusal when it is named
+    like one."""
+    for item in _with_items(an, c, flat, s, e):
+        helper = _override_helper(an, item)
+        if helper:
+            raise Refuse("TFG122", f"`{helper}` enters gradient_override_map around these ops; a tape would "
+                                   "ignore that override: migrate the helper to tf.custom_gradient first")
+        if _neutral_context(an, item, set()):
+            continue
+        shown = an.code(item.func if isinstance(item, cst.Call) else item)
+        if "override" in shown.lower() or "gradient" in shown.lower():
+            raise Refuse("TFG122", f"`{shown}` is a context manager around these ops named like a gradient "
+                                   "override, which a tape would ignore; migrate it to tf.custom_gradient by hand")
+        call = f"{shown}(...)" if isinstance(item, cst.Call) else shown
+        text = f"`{call}` at line {an.line(item)} (a context manager around these ops) overrides no gradient"
+        if text not in c.assumptions:
+            c.assumptions.append(text)
+
+
+def _neutral_context(an, item, seen: set) -> bool:
+    """A context manager the source shows cannot override a gradient: a TensorFlow one
+    (other than gradient_override_map, which the override rewrite handles), a graph's own
+    scopes, a builtin, or a function of this module made only of those."""
+    if not isinstance(item, cst.Call):
+        return False
+    name = an.tf_name(item)
+    if name is not None:
+        return "gradient_override_map" not in name
+    fn = item.func
+    if isinstance(fn, cst.Attribute) and fn.attr.value in _NEUTRAL_CONTEXTS:
+        return True
+    if isinstance(fn, cst.Name) and fn.value not in an.find.defs and (
+            fn.value in _NEUTRAL_CONTEXTS  # `from tensorpack import *`: no qualified name to ask
+            or any(q.name.rpartition(".")[2] in _NEUTRAL_CONTEXTS for q in _names(an, fn))):
+        return True
+    kind = call_kind(item, an.qn)
+    if kind in ("builtin", "numpy"):
+        return True
+    if isinstance(fn, cst.Name) and fn.value in an.find.defs and fn.value not in seen:
+        seen.add(fn.value)
+        body = an.find.defs[fn.value]
+        if not isinstance(body, cst.FunctionDef) or "override" in an.code(body):
+            return False
+        return all(call_kind(call, an.qn) in ("tf", "leaf", "noop", "builtin", "numpy")
+                   or _neutral_context(an, call, seen) for call in calls_in(body.body))
+    return False
+
+
+def _with_items(an, c, flat: list, s: int, e: int) -> list:
+    """Context managers around the call (in its function) and inside the region."""
+    out = []
+    cur = c.node
+    while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.Module)):
+        if isinstance(cur, cst.With):
+            out += [i.item for i in cur.items]
+        cur = an.parents.get(cur)
+    for i in range(s, e + 1):
+        if flat[i].orig is not None:
+            out += [w.item for w in _all_withs(flat[i].orig)]
+    return out
+
+
+def _override_helper(an, expr: cst.BaseExpression) -> Optional[str]:
+    """The project function a ``with`` calls, when it enters gradient_override_map."""
+    if not isinstance(expr, cst.Call):
+        return None
+    if an.tf_name(expr) is not None:
+        return None
+    fn = expr.func
+    if isinstance(fn, cst.Name) and fn.value in an.find.defs:
+        if "gradient_override_map" in an.code(an.find.defs[fn.value]):
+            return fn.value
+        return None
+    for q in _names(an, fn):
+        mod = q.name.rpartition(".")[0]
+        path = an.project.resolve(mod, 0, os.path.abspath(an.ctx.path)) if mod else None
+        if path is not None and an.project.override_entries(path):
+            return an.code(fn)
+    return None
+
+
+def _names(an, node) -> set:
+    got = an.qn.get(node, set())
+    return got() if callable(got) else got
+
+
+def _all_withs(node: cst.CSTNode) -> list:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_With(self, n):
+            out.extend(n.items)
+
+        def visit_FunctionDef(self, n):
+            return False
+
+    node.visit(V())
+    return out

@@ -42,7 +42,7 @@ from migrator._plugins._grad_find import (
     Call, Find, Item, Refuse, check_context, may_have_candidates, parse_args,
 )
 from migrator._plugins._grad_home import home
-from migrator._plugins._grad_filechecks import calls_manual_gradient, grad_file_refusal
+from migrator._plugins._grad_filechecks import calls_manual_gradient, check_contexts, grad_file_refusal
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
 from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
@@ -336,13 +336,9 @@ class GradientRewrite:
         if scope.func is not None and isinstance(self.parents.get(scope.func), cst.Module):
             caller = callers_under_override(self.project, os.path.abspath(self.ctx.path), scope.func.name.value)
             if caller:
-                raise Refuse("TFG122", f"`{scope.func.name.value}` is called inside a gradient_override_map block "
-                                       f"({caller}); a tape here would ignore that override")
-        for node in self._with_items(c, flat, s, e):
-            helper = self._override_helper(node)
-            if helper:
-                raise Refuse("TFG122", f"`{helper}` enters gradient_override_map around these ops; a tape would "
-                                       "ignore that override: migrate the helper to tf.custom_gradient first")
+                raise Refuse("TFG122", f"`{scope.func.name.value}` is called inside a `with` block that overrides "
+                                       f"gradients ({caller}); a tape here would ignore that override")
+        check_contexts(self, c, flat, s, e)
         manual = calls_manual_gradient(self, flat, s, e)
         if manual:
             raise Refuse("TFG128", f"the tape would differentiate through `{manual}(...)`, whose gradient call "
@@ -388,38 +384,6 @@ class GradientRewrite:
                                            "empty under TF2 eager, where a tape here would run; use the model's own "
                                            "list (model.trainable_variables, model.losses) instead, then re-run")
 
-    def _with_items(self, c: Call, flat: list, s: int, e: int) -> list:
-        """Context managers around the call (in its function) and inside the region."""
-        out = []
-        cur = c.node
-        while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.Module)):
-            if isinstance(cur, cst.With):
-                out += [i.item for i in cur.items]
-            cur = self.parents.get(cur)
-        for i in range(s, e + 1):
-            if flat[i].orig is not None:
-                out += [w.item for w in _all_withs(flat[i].orig)]
-        return out
-
-    def _override_helper(self, expr: cst.BaseExpression) -> Optional[str]:
-        """The project function a ``with`` calls, when it enters gradient_override_map."""
-        if not isinstance(expr, cst.Call):
-            return None
-        if self.tf_name(expr) is not None:
-            return None
-        fn = expr.func
-        if isinstance(fn, cst.Name) and fn.value in self.find.defs:
-            if "gradient_override_map" in self.code(self.find.defs[fn.value]):
-                return fn.value
-            return None
-        names = {q.name for q in _qn(self.qn, fn)}
-        for name in names:
-            mod, _, attr = name.rpartition(".")
-            path = self.project.resolve(mod, 0, os.path.abspath(self.ctx.path)) if mod else None
-            if path is not None and self.project.override_entries(path):
-                return self.code(fn)
-        return None
-
     def _v1_control_flow(self, node: cst.CSTNode, seen: set) -> Optional[str]:
         for call in calls_in(node):
             name = self.tf_name(call)
@@ -446,11 +410,6 @@ def _literal_value(v: cst.BaseExpression) -> bool:
     return False
 
 
-def _qn(qn, node) -> set:
-    got = qn.get(node, set())
-    return got() if callable(got) else got
-
-
 def _headers(owner: cst.CSTNode) -> list:
     if isinstance(owner, cst.For):
         return [cst.Assign([cst.AssignTarget(owner.target)], owner.iter)]
@@ -459,19 +418,3 @@ def _headers(owner: cst.CSTNode) -> list:
     if isinstance(owner, cst.With):
         return [i.item for i in owner.items]
     return []
-
-
-def _all_withs(node: cst.CSTNode) -> list:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_With(self, n):
-            out.extend(n.items)
-
-        def visit_FunctionDef(self, n):
-            return False
-
-    node.visit(V())
-    return out
-
-
