@@ -42,7 +42,15 @@ class NameAllocator:
     """Hands out names not used anywhere in the module (nor by earlier calls)."""
 
     def __init__(self, module: cst.Module):
-        self.taken = used_names(module)
+        self._module = module
+        self._taken: set[str] | None = None
+
+    @property
+    def taken(self) -> set[str]:
+        """Walked on first use: most files with candidate sites end up with nothing to name."""
+        if self._taken is None:
+            self._taken = used_names(self._module)
+        return self._taken
 
     def fresh(self, base: str) -> str:
         name, i = base, 1
