@@ -809,3 +809,34 @@ def test_a_context_manager_around_the_ops_must_be_known_to_override_no_gradient(
         assert "(a context manager around these ops) overrides no gradient" in site.reason
         _out, unsafe = migrate(src, options=Options(unsafe_fixes=True))
         assert any("overrides no gradient" in a for a in only(unsafe).assumptions)
+
+
+ALIASED_FORWARD = {
+    # a change through another name, or by a closure, is part of the forward pass
+    "alias": "    parts = []\n    alias = parts\n    alias.append(x * 2.0)\n    y = tf.add_n(parts) * x\n",
+    "subscript": "    bag = {'parts': []}\n    parts = bag['parts']\n    parts.append(x * 4.0)\n"
+                 "    y = bag['parts'][0] * x\n",
+    "closure": "    parts = []\n\n    def add(v):\n        parts.append(v)\n\n    add(x * 3.0)\n    y = parts[0] * x\n",
+    "type_method": "    parts = []\n    list.append(parts, x * 2.0)\n    y = parts[0] * x\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(ALIASED_FORWARD))
+def test_the_tape_opens_before_a_change_made_through_another_name(case):
+    """Found by an adversarial run: only `y = ...` moved into the tape, and the gradient
+    lost the path through the list (TF1 [2, 4, -4], the tape [1, 2, -2])."""
+    src = ("import tensorflow as tf\n\n\ndef f():\n    x = tf.constant([0.5, 1.0, -1.0])\n"
+           + ALIASED_FORWARD[case] + "    return tf.gradients(y, x)[0]\n")
+    out, sites = migrate(src)
+    assert only(sites).status == MIGRATED
+    tape_at = out.index("tape.watch(x)")
+    first_change = min(out.index(s) for s in ("alias.append", "parts.append(x", "add(x", "list.append") if s in out)
+    assert tape_at < first_change, out
+
+
+def test_a_source_list_changed_through_an_alias_after_the_watch_is_refused():
+    src = ("import tensorflow as tf\n\n\ndef f():\n    a = tf.constant([0.5, 1.0])\n    b = tf.constant([2.0, 3.0])\n"
+           "    params = [a]\n    alias = params\n    y = a * b\n    alias.append(b)\n"
+           "    return tf.gradients(y, params)[1]\n")
+    out, sites = migrate(src)
+    assert (only(sites).status, only(sites).code) == (MANUAL, "TFG133") and out == src

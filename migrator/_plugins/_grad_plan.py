@@ -11,7 +11,7 @@ from typing import Union
 
 import libcst as cst
 
-from migrator._plugins._dataflow import Effects, effects, exposed
+from migrator._plugins._dataflow import Effects, effects, exposed, type_method_mutations, widen_mutations
 from migrator._plugins._grad_find import STATE, Call, Group, Item, Refuse, chain_items
 from migrator._plugins._grad_proof import BlockScope, Prover
 from migrator._plugins._grad_values import is_inert
@@ -26,7 +26,8 @@ def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset(
     Program state is also what a line reads through an attribute or a module-level name
     bound to a mutable object (``cache["h"]``: a project function may have filled it)."""
     fx = effects(stmt)
-    fx = Effects(set(fx.reads), set(fx.writes), set(fx.assigns), set(fx.data))
+    fx = Effects(set(fx.reads), set(fx.writes) | type_method_mutations(stmt), set(fx.assigns), set(fx.data))
+    widen_mutations(fx, an.shared(stmt), stmt)  # `alias.append(v)` changes `parts` too
     kinds = an.kinds(stmt)
     maybe: set = set()
     mutations = fx.writes - fx.assigns

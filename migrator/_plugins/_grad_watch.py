@@ -34,7 +34,10 @@ class WatchProof:
             if src.key == TRAINABLE:
                 continue
             j = self._bind_at(src.key, k)
-            if fresh.get(src.key) is None:
+            table = self.an.shared(c.node)  # `alias.append(b)`, or a closure, may change it too
+            root = src.key.split(".")[0]
+            shared = root in table or any(root in group for group in table.values())
+            if fresh.get(src.key) is None or shared:
                 changed = [i for i in range(max(s, (j if j is not None else -1) + 1), k) if not self.flat[i].dead
                            and touches(self.flat[i].fx.writes - self.flat[i].maybe_mutates, {src.key})]
                 if changed:

@@ -33,7 +33,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from migrator import codes
 from migrator._plugins import Plugin, register
-from migrator._plugins._dataflow import effects
+from migrator._plugins._dataflow import effects, shared_names
 from migrator._plugins._grad_apply import Apply, Codegen, add_tf_import, remove_dead_imports
 from migrator._plugins._grad_callers import (
     Signature, Verdict, callers_under_override, param_verdict, source_structure,
@@ -82,6 +82,7 @@ class GradientRewrite:
         self.unsafe = bool(getattr(ctx.options, "unsafe_fixes", False))
         self._project = None
         self._verdicts: dict = {}
+        self._shared: Optional[dict] = None
 
     # -- driver -------------------------------------------------------------
     def run(self) -> cst.Module:
@@ -206,6 +207,22 @@ class GradientRewrite:
 
     def module_values(self, key: str) -> list:
         return list(self.find.variables.get(key, []))
+
+    def shared(self, node: cst.CSTNode) -> dict:
+        """In the function holding ``node``: name -> the names that may reach the same object
+        (``alias = parts``), or that a closure uses (``_dataflow.shared_names``)."""
+        if self._shared is None:
+            self._shared = shared_names(self.module)
+        if node not in self.parents:  # a statement the planner made (a loop header): any function's
+            merged: dict = {}
+            for table in self._shared.values():
+                for name, group in table.items():
+                    merged[name] = merged.get(name, frozenset()) | group
+            return merged
+        cur = self.parents.get(node)
+        while cur is not None and not isinstance(cur, cst.FunctionDef):
+            cur = self.parents.get(cur)
+        return self._shared.get(cur, {})
 
     def mutable_global(self, name: str) -> bool:
         """A module-level name bound to something code elsewhere may mutate in place (a list,
