@@ -83,6 +83,8 @@ CODES: dict[str, tuple[str, str]] = {
                "move the forward pass and the gradient into one cell, or migrate by hand"),
     "TFG135": ("the gradient reads TF1 graph collections (tf.trainable_variables, tf.get_collection, tf.losses.get_*), which are empty under TF2 eager",
                "use the model's own lists (model.trainable_variables, model.losses), then re-run; a file that still runs under a Session keeps them"),
+    "TFG137": ("the tape's region passes back_prop=False (tf.while_loop, tf.map_fn), which eager TF2 ignores",
+               "wrap that call's result in tf.stop_gradient (what TF1's back_prop=False meant), then re-run"),
     "TFG136": ("gradient API called inside an IPython magic or shell line of a notebook (`%time ...`), which is never rewritten",
                "move the call onto a plain Python line of the cell, then re-run"),
 }

@@ -84,3 +84,8 @@ def registry_use_lines(tree: ast.AST, text: str) -> list[int]:
             if (i, end) not in tested:
                 out.append(i)
     return out
+
+
+def word_lines(text: str, word: str) -> list[int]:
+    """The 1-based lines of ``text`` that name ``word``."""
+    return [i for i, line in enumerate(text.splitlines(), 1) if word in line]

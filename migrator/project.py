@@ -24,7 +24,7 @@ from typing import Iterable, Optional
 from migrator.astwalk import hit_lines
 from migrator.files import DEFAULT_EXCLUDES, FileError
 from migrator.notebook import notebook_code
-from migrator.patches import GRAPH_GRADIENT_MAPS, gradients_patch_nodes, registry_use_lines
+from migrator.patches import GRAPH_GRADIENT_MAPS, gradients_patch_nodes, registry_use_lines, word_lines
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 #: a project larger than this is not scanned whole; answers that need the whole
@@ -288,10 +288,8 @@ class Project:
         return out
 
     def registry_patches(self) -> Optional[list[Location]]:
-        """Code anywhere in the project that reaches into TF's gradient registry
-        (``ops._gradient_registry``), as SHAP's DeepExplainer does to swap gradient functions
-        at run time, or into a graph's override tables (``g._gradient_override_map[...] = ...``,
-        a hand-written ``gradient_override_map``) (None: unknown)."""
+        """Code anywhere in the project that reaches into TF's gradient registry (as SHAP's
+        DeepExplainer does) or a graph's override tables (None: unknown)."""
         if self._registry is None:  # asked once per file with sites: answered once per run
             hits = self.grep(b"_gradient_registry")
             found = None if hits is None else []
@@ -301,12 +299,8 @@ class Project:
                 found += [Location(p, ln, "_gradient_registry") for ln in lines]
             for word in GRAPH_GRADIENT_MAPS:  # a graph's own tables, set without the context manager
                 hits = self.grep(word.encode())
-                if hits is None or found is None:
-                    found = None
-                    continue
-                for p in hits:
-                    text = self.text(p) or ""
-                    found += [Location(p, i, word) for i, line in enumerate(text.splitlines(), 1) if word in line]
+                found = None if hits is None or found is None else found + [
+                    Location(p, i, word) for p in hits for i in word_lines(self.text(p) or "", word)]
             self._registry = (found,)
         return self._registry[0]
 

@@ -840,3 +840,34 @@ def test_a_source_list_changed_through_an_alias_after_the_watch_is_refused():
            "    return tf.gradients(y, params)[1]\n")
     out, sites = migrate(src)
     assert (only(sites).status, only(sites).code) == (MANUAL, "TFG133") and out == src
+
+
+@pytest.mark.parametrize("body,code", [
+    # eager TF2 ignores back_prop=False: the tape would differentiate through the loop
+    ("    y = tf.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * x), [0, x], back_prop=False)[1]\n"
+     "    return tf.gradients(y + x, x)[0]\n", "TFG137"),
+    # a hoisted target would be computed where the condition no longer guards it
+    ("    y = x * x\n    return tf.gradients(y * w, x)[0] if w is not None else tf.gradients(y, x)[0]\n", "TFG128"),
+    # TF1 differentiated a new constant made from the Python value; tape.watch(3.0) raises
+    ("    s = 3.0\n    y = x * s\n    return tf.gradients(y, s)[0]\n", "TFG126"),
+    # a grad_ys list built in the function may hold None (ones in TF1, an error for a tape)
+    ("    y = x * x\n    gys = [None]\n    return tf.gradients([y], [x], grad_ys=gys)[0]\n", "TFG128"),
+])
+def test_tape_refusals_found_by_an_adversarial_run(body, code):
+    src = "import tensorflow as tf\n\n\ndef f(w=None):\n    x = tf.constant([0.5, 1.0])\n" + body
+    out, sites = migrate(src)
+    mine = [s for s in sites if s.code == code]
+    assert mine and mine[0].status == MANUAL, [(s.code, s.reason) for s in sites]
+
+
+def test_a_default_built_from_the_sources_default_is_not_independent(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    src = ("import tensorflow as tf\n\nX = tf.constant([0.5, 1.5])\nW = X * X\n\n\ndef f(x=X, w=W):\n"
+           "    y = x * w\n    return tf.gradients(y, x)[0]\n\n\ng = f()\n")
+    path = tmp_path / "m.py"
+    path.write_text(src)
+    from migrator import runner
+
+    (res,) = runner.run([str(path)], runner.RunOptions(jobs=1)).results
+    (site,) = res.sites
+    assert site.status == MANUAL and "`X`" in site.reason, site.reason

@@ -64,6 +64,28 @@ def _names(expr: Optional[ast.AST], module: Optional[ast.Module] = None) -> set:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and id(n) not in called and n.id not in modules}
 
 
+def _reaching(expr: Optional[ast.AST], scope: Optional[ast.AST], module: Optional[ast.Module],
+              aliases_only: bool = False) -> set:
+    """The names an expression reads, and those the names' bindings read, transitively; with
+    ``aliases_only``, only through bindings that are the same object (``x2 = x``, ``[x]``)."""
+    names = _names(expr, module)
+    todo = list(names)
+    while todo and module is not None and len(names) < 200:
+        name = todo.pop()
+        for where in ([scope] if scope is not None and scope is not module else []) + [module]:
+            vals = _bindings(where, name)
+            for v in vals:
+                if v is None or aliases_only and not isinstance(v, (ast.Name, ast.Subscript, ast.Attribute,
+                                                                    ast.List, ast.Tuple)):
+                    continue
+                for n in _names(v, module) - names:
+                    names.add(n)
+                    todo.append(n)
+            if vals:
+                break
+    return names
+
+
 def _imported(module: ast.Module) -> set:
     out = set()
     for node in module.body:
@@ -186,8 +208,9 @@ def param_verdict(project: Project, path: str, func: str, sig: Signature, param:
         src_names: set = set()
         for sp in source_params:
             ok, sexpr = _arg_for(site, sig, sp)
-            src_names |= _names(sexpr, module)
-        shared = _names(expr, module) & src_names
+            src_names |= _reaching(sexpr, site.scope, module, aliases_only=True)
+        # through names bound on the way (`x2 = x`, `src = [x]`, a default `W = X * X`)
+        shared = _reaching(expr, site.scope, module) & src_names
         if shared:
             return Verdict(False, dependent=f"the caller at {_loc(site)} computes `{param}` from "
                                             f"`{sorted(shared)[0]}`, the source argument")

@@ -209,3 +209,54 @@ def _all_withs(node: cst.CSTNode) -> list:
 
     node.visit(V())
     return out
+
+
+def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
+    """Arguments whose meaning a tape changes: eager ``tf.while_loop``/``tf.map_fn`` ignore
+    ``back_prop=False`` (TF1 stopped the gradient there), and a ``grad_ys`` list the source
+    builds may hold ``None`` (TF1 read ones; ``output_gradients`` raises)."""
+    for i in range(s, e + 1):
+        node = flat[i].orig
+        for call in calls_in(node) if node is not None else ():
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "back_prop" and not (
+                        isinstance(arg.value, cst.Name) and arg.value.value == "True"):
+                    raise Refuse("TFG137", f"`{an.code(call.func)}(..., back_prop={an.code(arg.value)})` at line "
+                                           f"{an.line(node)}: eager TF2 ignores back_prop, so a tape would "
+                                           "differentiate what TF1 did not; wrap its result in tf.stop_gradient, "
+                                           "then re-run")
+    og = c.kwargs.get("output_gradients")
+    if isinstance(og, cst.Name) and _built_list(an, og.value, c.node):
+        raise Refuse("TFG128", f"grad_ys `{og.value}` is a list built in this function, which may hold None "
+                               "(TF1 read ones there, a tape raises); write the list out with tf.ones_like(y) "
+                               "for those targets, then re-run")
+
+
+def _built_list(an, name: str, node) -> bool:
+    """``name`` is bound in the function holding ``node`` to a list expression, or changed in place."""
+    fn = an.parents.get(node)
+    while fn is not None and not isinstance(fn, (cst.FunctionDef, cst.Module)):
+        fn = an.parents.get(fn)
+    if fn is None:
+        return False
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n):
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets) and \
+                    isinstance(n.value, (cst.List, cst.Tuple, cst.ListComp, cst.BinaryOperation, cst.Call)) and \
+                    not (isinstance(n.value, cst.Call) and an.tf_name(n.value) is not None):
+                found.append(n)
+
+        def visit_Call(self, n):
+            f = n.func
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == name:
+                found.append(n)  # gys.insert(0, None)
+
+        def visit_AssignTarget(self, n):
+            if isinstance(n.target, cst.Subscript) and isinstance(n.target.value, cst.Name) \
+                    and n.target.value.value == name:
+                found.append(n)
+
+    (fn.body if isinstance(fn, cst.FunctionDef) else fn).visit(V())
+    return bool(found)

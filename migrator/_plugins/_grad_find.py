@@ -53,11 +53,8 @@ SIGNATURES = {
 }
 
 #: functions whose function arguments run in graph-only control flow
-GRAPH_FN_CALLS = {
-    "tensorflow.while_loop", "tensorflow.cond", "tensorflow.case", "tensorflow.switch_case",
-    "tensorflow.map_fn", "tensorflow.scan", "tensorflow.foldl", "tensorflow.foldr",
-}
-
+GRAPH_FN_CALLS = {"tensorflow.while_loop", "tensorflow.cond", "tensorflow.case", "tensorflow.switch_case",
+                  "tensorflow.map_fn", "tensorflow.scan", "tensorflow.foldl", "tensorflow.foldr"}
 
 STATE = "<state>"  # pseudo key: what the project's code may read and write besides names
 TRAINABLE = "<trainable variables>"  # pseudo key: the sources are every trainable variable
@@ -406,6 +403,10 @@ def check_context(c: Call, parents, find: Find) -> None:
                                    "to a name in a statement first")
         if isinstance(cur, cst.While) and child is cur.test:
             raise Refuse("TFG128", "the call is in a while condition; compute it in a statement first")
+        if (isinstance(cur, cst.IfExp) and child is not cur.test or isinstance(cur, cst.BooleanOperation)
+                and child is cur.right) and chain_items(c.ys) is None:  # a hoisted target would run unguarded
+            raise Refuse("TFG128", "the call runs on one branch of a conditional expression and its targets are "
+                                   "an expression; bind them in an if statement first")
         if isinstance(cur, cst.SimpleStatementSuite):
             raise Refuse("TFG128", "the call is on the same line as its `if`/`for`; put it on its own line")
         if isinstance(cur, cst.FunctionDef):

@@ -11,7 +11,8 @@ from typing import Union
 
 import libcst as cst
 
-from migrator._plugins._dataflow import Effects, effects, exposed, type_method_mutations, widen_mutations
+from migrator._plugins._aliases import type_method_mutations, widen_mutations
+from migrator._plugins._dataflow import Effects, effects, exposed
 from migrator._plugins._grad_find import STATE, Call, Group, Item, Refuse, chain_items
 from migrator._plugins._grad_proof import BlockScope, Prover
 from migrator._plugins._grad_values import is_inert

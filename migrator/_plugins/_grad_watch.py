@@ -34,6 +34,11 @@ class WatchProof:
             if src.key == TRAINABLE:
                 continue
             j = self._bind_at(src.key, k)
+            bound_to = self._binding_value(j, src.key) if j is not None else None
+            if bound_to is not None and _python_value(bound_to, self.an):
+                raise Refuse("TFG126", f"`{src.key}` is bound to a Python or numpy value at line {self.line(j)}: "
+                                       "TF1 differentiated a new constant made from it (None), and a tape cannot "
+                                       "watch it; make it a tensor (tf.constant) if a gradient was meant")
             table = self.an.shared(c.node)  # `alias.append(b)`, or a closure, may change it too
             root = src.key.split(".")[0]
             shared = root in table or any(root in group for group in table.values())
@@ -261,3 +266,16 @@ def leaves(xs: cst.BaseExpression, qn=None) -> list:
         return leaves(xs.value, qn)
     inner = _view_of(xs, qn)
     return leaves(inner, qn) if inner is not None else []
+
+
+def _python_value(value: cst.BaseExpression, an) -> bool:
+    """A number, a list of numbers, or a numpy call: not a tensor ``tape.watch`` takes."""
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(value, cst.UnaryOperation):
+        return _python_value(value.expression, an)
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return bool(value.elements) and all(_python_value(el.value, an) for el in value.elements)
+    if isinstance(value, cst.Call):
+        return an.call_kind(value) == "numpy"
+    return False

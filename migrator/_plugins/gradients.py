@@ -33,7 +33,8 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from migrator import codes
 from migrator._plugins import Plugin, register
-from migrator._plugins._dataflow import effects, shared_names
+from migrator._plugins._aliases import shared_names
+from migrator._plugins._dataflow import effects
 from migrator._plugins._grad_apply import Apply, Codegen, add_tf_import, remove_dead_imports
 from migrator._plugins._grad_callers import (
     Signature, Verdict, callers_under_override, param_verdict, source_structure,
@@ -42,7 +43,12 @@ from migrator._plugins._grad_find import (
     Call, Find, Item, Refuse, check_context, may_have_candidates, parse_args,
 )
 from migrator._plugins._grad_home import home
-from migrator._plugins._grad_filechecks import calls_manual_gradient, check_contexts, grad_file_refusal
+from migrator._plugins._grad_filechecks import (
+    calls_manual_gradient,
+    check_contexts,
+    check_runtime_args,
+    grad_file_refusal,
+)
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
 from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
@@ -261,6 +267,9 @@ class GradientRewrite:
             if sig is None:
                 self._verdicts[key] = Verdict(False, evidence=f"`{fn.name.value}` is a method or a nested "
                                                               "function, whose callers cannot be listed")
+            elif fn.decorators:
+                self._verdicts[key] = Verdict(False, evidence=f"`{fn.name.value}` is decorated: the decorator's "
+                                                              "wrapper may call it with other arguments")
             else:
                 self._verdicts[key] = param_verdict(self.project, os.path.abspath(self.ctx.path), fn.name.value,
                                                     sig, param, source_params)
@@ -356,6 +365,7 @@ class GradientRewrite:
                 raise Refuse("TFG122", f"`{scope.func.name.value}` is called inside a `with` block that overrides "
                                        f"gradients ({caller}); a tape here would ignore that override")
         check_contexts(self, c, flat, s, e)
+        check_runtime_args(self, c, flat, s, e)
         manual = calls_manual_gradient(self, flat, s, e)
         if manual:
             raise Refuse("TFG128", f"the tape would differentiate through `{manual}(...)`, whose gradient call "

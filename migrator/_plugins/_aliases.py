@@ -1,0 +1,171 @@
+"""Names that reach one object: a change made through one is a change of the others.
+
+``alias = parts; alias.append(v)`` changes ``parts``; so does a closure that appends to
+it, or ``list.append(parts, v)``.  The tape's region (``_grad_plan.item_for``) widens a
+statement's writes with these, so that such a line lies in the backward slice.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from migrator._plugins._dataflow import Effects, _lambda_params, _names_in, effects
+from migrator.tfnames import dotted
+
+
+#: builtin types whose methods, called on the type (``list.append(xs, v)``), mutate their
+#: first argument; ``setattr``/``delattr`` mutate theirs
+_TYPE_METHOD_OWNERS = frozenset({"list", "dict", "set", "bytearray", "object", "deque", "OrderedDict",
+                                 "defaultdict"})
+
+
+def shared_names(module: cst.Module) -> dict:
+    """Per function (``None``: module level), name -> the other names that may reach the same
+    object, so that a change through one is a change of the others: ``alias = parts``,
+    ``parts = bag["parts"]``, ``ps = [a]``, ``for p in layers``.  A nested def (or lambda
+    bound to a name) maps to the names of the function it uses: calling it may change them."""
+    out: dict = {None: {}}
+
+    def roots(expr) -> set:
+        if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
+            base = expr
+            while isinstance(base, (cst.Attribute, cst.Subscript)):
+                base = base.value
+            return {base.value} if isinstance(base, cst.Name) else set()
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return {r for el in expr.elements for r in roots(el.value)}
+        if isinstance(expr, cst.Dict):
+            return {r for el in expr.elements if isinstance(el, cst.DictElement) for r in roots(el.value)}
+        if isinstance(expr, cst.IfExp):
+            return roots(expr.body) | roots(expr.orelse)
+        if isinstance(expr, cst.BooleanOperation):
+            return roots(expr.left) | roots(expr.right)
+        if isinstance(expr, (cst.StarredElement, cst.NamedExpr)):
+            return roots(expr.value)
+        return set()
+
+    class V(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.stack: list = [None]
+
+        def _join(self, names: set) -> None:
+            table = out[self.stack[-1]]
+            group = set(names)
+            for n in names:
+                group |= table.get(n, set())
+            for n in group:
+                table[n] = group
+
+        def _bind(self, targets, value) -> None:
+            shared = roots(value)
+            if shared:
+                self._join(shared | {n for t in targets for n in _names_in(t) | roots(t)})
+
+        def visit_Assign(self, node):
+            self._bind([t.target for t in node.targets], node.value)
+
+        def visit_AnnAssign(self, node):
+            if node.value is not None:
+                self._bind([node.target], node.value)
+
+        def visit_NamedExpr(self, node):
+            self._bind([node.target], node.value)
+
+        def visit_For(self, node):
+            self._bind([node.target], node.iter)
+
+        def visit_CompFor(self, node):
+            self._bind([node.target], node.iter)
+
+        def visit_WithItem(self, node):
+            if node.asname is not None:
+                self._bind([node.asname.name], node.item)
+
+        def visit_FunctionDef(self, node):
+            own = {p.name.value for p in _lambda_params(node.params)}
+            own |= {k.split(".")[0] for k in effects(node.body).writes}
+            table: dict = {}
+            for inner, name in _nested_scopes(node.body):
+                used = (_walk_names(inner) - {name}) & own
+                if name is not None and used:
+                    table[name] = used  # a call of the closure may change what it uses
+            out[node] = table
+            self.stack.append(node)
+
+        def leave_FunctionDef(self, node):
+            self.stack.pop()
+
+    module.visit(V())
+    return {k: {n: frozenset(v) for n, v in t.items()} for k, t in out.items()}
+
+
+def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode) -> None:
+    """Add to ``fx.writes`` what a statement changes through another name: the aliases of
+    what it mutates, and the names a closure it calls uses."""
+    extra: set = set()
+    for key in fx.writes - fx.assigns:
+        extra |= shared.get(key.split(".")[0], frozenset())
+    for name in fx.reads:  # a closure called here, or handed to a call that may call it
+        group = shared.get(name, frozenset())
+        if name not in group:
+            extra |= group
+    fx.writes |= extra
+
+
+def _nested_scopes(body: cst.CSTNode) -> list:
+    """(def or lambda, the name it is bound to or None) for each scope nested in ``body``."""
+    found: list = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n):
+            found.append((n, n.name.value))
+            return False
+
+        def visit_Assign(self, n):
+            if isinstance(n.value, cst.Lambda) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+                found.append((n.value, n.targets[0].target.value))
+                return False
+            return True
+
+        def visit_Lambda(self, n):
+            found.append((n, None))
+            return False
+
+    body.visit(V())
+    return found
+
+
+def _walk_names(node: cst.CSTNode) -> set:
+    """Every identifier used in ``node`` (``nonlocal h`` included)."""
+    names: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            names.add(n.value)
+
+    node.visit(V())
+    return names
+
+
+def type_method_mutations(node: cst.CSTNode) -> set:
+    """Keys a statement mutates through a builtin type's method or ``setattr``:
+    ``list.append(parts, v)`` changes ``parts`` as ``parts.append(v)`` would."""
+    out: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, call):
+            fn = call.func
+            owner = fn.value.value if isinstance(fn, cst.Attribute) and isinstance(fn.value, cst.Name) else None
+            if (owner in _TYPE_METHOD_OWNERS or isinstance(fn, cst.Name) and fn.value in ("setattr", "delattr")) \
+                    and call.args:
+                key = dotted(call.args[0].value)
+                if key is not None:
+                    out.add(key)
+
+        def visit_FunctionDef(self, n):
+            return False
+
+        def visit_Lambda(self, n):
+            return False
+
+    node.visit(V())
+    return out
