@@ -141,9 +141,14 @@ def test_rank_and_dtype_come_from_callers_in_other_files(tmp_path):
     (tmp_path / "model.py").write_text("import tensorflow as tf\nfrom layers import dense\n\n"
                                        "x = tf.placeholder(tf.float32, [None, 4])\nw = tf.Variable(tf.zeros([4, 2]))\n"
                                        "y = dense(x, w)\n")
-    res = runner.run([str(layers)], runner.RunOptions(jobs=1))
+    res = runner.run([str(layers)], runner.RunOptions(jobs=1, mode="check"))
+    # the ranks come from the project's callers only: an importer elsewhere may pass rank 3
+    # (BatchMatMulV2, which TF1 did not override), so it is an unsafe fix (found by an adversarial run)
+    (site,) = res.results[0].sites
+    assert site.code == "TFG111" and "another rank" in site.reason
+    res = runner.run([str(layers)], runner.RunOptions(jobs=1, mode="check", options=Options(unsafe_fixes=True)))
     sites = {s.code: s for s in res.results[0].sites}
-    assert sites["TFG001"].status == MIGRATED
+    assert sites["TFG001"].status == MIGRATED and sites["TFG001"].assumptions
     assert any("static rank 2" in p and "float32" in p for p in sites["TFG001"].proof)
     # another caller passes tensors of unknown rank: BatchMatMulV2 there, so no proof
     layers.write_text(LAYERS)

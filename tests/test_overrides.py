@@ -436,3 +436,48 @@ def test_py_func_gradients_convert_all_or_none(rest):
     src = PY_FUNC_RECIPE + "\n\n" + rest
     out, sites = migrate_text(src, path="m.py")
     assert out == src and all(s.status == MANUAL for s in sites)
+
+
+ADVERSARIAL = '''\
+import tensorflow as tf
+
+
+@tf.RegisterGradient("G")
+def _g(op, grad):
+    {grad_body}
+
+
+def f(x, w):
+    with tf.get_default_graph().gradient_override_map({{"{op}": "G"}}):
+        return {call}
+'''
+
+
+@pytest.mark.parametrize("op,call,grad_body,expect", [
+    # the forward call makes other ops, or sets attributes, than the op table traced
+    ("MatMul", "tf.matmul(x, w, a_is_sparse=True)", "return grad, grad", "TFG108"),
+    ("MatMul", "tf.matmul(x, w, adjoint_b=True)", "return grad, grad", "TFG108"),
+    ("Softmax", "tf.nn.softmax(x, axis=0)", "return grad", "TFG108"),
+    ("Identity", "tf.add_n([x], name='total')", "return -grad", "TFG108"),
+    # op.get_attr: TF stores strides as a list, padding as bytes
+    ("Conv2D", "tf.nn.conv2d(x, w, strides=1, padding='SAME')",
+     "s = op.get_attr('strides')[1]\n    return grad * s, grad", "manual"),
+    ("Conv2D", "tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding='SAME')",
+     "scale = 2.0 if op.get_attr('padding') == b'SAME' else 9.0\n    return grad * scale, grad * scale", "b'SAME'"),
+    # TF1 keywords and meanings in the gradient body, which TF2 runs
+    ("Relu", "tf.nn.relu(x * w)", "return tf.reduce_sum(grad, axis=0, keep_dims=True) * grad", "keepdims=True"),
+    ("Relu", "tf.nn.relu(x * w)", "return tf.expand_dims(tf.reduce_sum(grad), dim=0) * grad", "TFG117"),
+    ("Relu", "tf.nn.relu(x * w)", "return tf.nn.dropout(grad, 0.5)", "TFG117"),
+    ("Relu", "tf.nn.relu(x * w)", "mask = op.inputs[0] > 0\n    return tf.where(mask, grad, tf.zeros_like(grad))",
+     "tf.compat.v1.where(mask"),
+    ("Relu", "tf.nn.relu(x * w)", "return tf.where(grad > 0.0, grad, tf.zeros_like(grad))", "return tf.where(grad"),
+])
+def test_override_cases_found_by_an_adversarial_run(op, call, grad_body, expect):
+    src = ADVERSARIAL.format(op=op, call=call, grad_body=grad_body)
+    out, sites = migrate_text(src)
+    if expect.startswith("TFG") or expect == "manual":
+        assert out == src, out
+        assert any(s.status == "manual" and (expect == "manual" or s.code == expect) for s in sites), \
+            [(s.code, s.reason) for s in sites]
+    else:
+        assert expect in out, out

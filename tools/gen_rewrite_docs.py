@@ -134,7 +134,7 @@ RULES = [
     ("ov_self_graph_attribute", "`self.G`", ""),
     ("ov_comments_kept", "Comments move with their statements", ""),
     ("ov_dead_typo", "Dead override (a typo)", "Reported as TFG007 with a hint; TF1 ignored it, so the numbers do not change."),
-    ("ov_matmul_rank_shown", "Op type shown by static rank", "`tf.matmul` makes `MatMul` only on static rank 2 (`BatchMatMulV2` on rank 3 or an unknown rank); here the caller's placeholder and variable show rank 2."),
+    ("ov_matmul_rank_shown", "Op type shown by static rank, only by the project's callers (unsafe)", "`tf.matmul` makes `MatMul` only on static rank 2 (`BatchMatMulV2` on rank 3 or an unknown rank). The callers in the file show rank 2, but `dense` is public: an importer (or a test) may pass rank 3, for which TF1 made a BatchMatMulV2 and ignored the override, so it stays manual (TFG111); `--unsafe-fixes` migrates it. Found by an adversarial run; a `_private` function keeps the callers' proof."),
     ("ov_cast_dtype_shown", "Op type shown by dtype", "A cast to the input's own dtype makes no op; the caller's float64 placeholder shows that this cast makes a `Cast`."),
     ("ov_concat_one_tensor", "A one-tensor `tf.concat` is an `Identity`", "So the `ConcatV2` key is dead (TFG007, removed), and an `Identity` key meets an op made inside `tf.concat` (manual, TFG108)."),
     ("ov_literal_operands", "Python operands keep the dtype TF1 gave them", "TF1 converted `2` and `np.float64(0.5)` to the other operand's dtype; they stay inside the wrapper (a `custom_gradient` parameter would make them int32/float64 tensors), and an operand that may be a Python number is converted at the call site exactly as TF1 did."),

@@ -28,6 +28,25 @@ from migrator.tfnames import dotted
 _EAGER_METHODS = {"set_shape": "checks the shape against the real one when it runs eagerly",
                   "eval": "needs a session", "run": "needs a session"}
 _EAGER_ATTRS = {"graph", "op"}
+#: TF names whose arguments mean something else in TF2
+_V1_ONLY_CALLS = {"dropout": "whose second argument is keep_prob in TF1 and rate in TF2"}
+
+
+def _elementwise_where(call: cst.Call) -> bool:
+    """``tf.where(g > 0., g, ...)``: the condition compares x or y itself with a number (or
+    combines such comparisons), so it has their shape, where TF1's row selection and TF2's
+    broadcasting agree."""
+    sides = {code(a.value) for a in call.args[1:3]}
+
+    def same_shape(cond) -> bool:
+        if isinstance(cond, cst.BinaryOperation) and isinstance(cond.operator, (cst.BitAnd, cst.BitOr)):
+            return same_shape(cond.left) or same_shape(cond.right)  # broadcasting keeps the larger shape
+        if not isinstance(cond, cst.Comparison) or len(cond.comparisons) != 1:
+            return False
+        other = cond.comparisons[0].comparator
+        return isinstance(other, (cst.Integer, cst.Float, cst.UnaryOperation)) and code(cond.left) in sides
+
+    return same_shape(call.args[0].value)
 
 
 class GradBody:
@@ -134,9 +153,34 @@ class _Convert(cst.CSTTransformer):
         if isinstance(f, cst.Attribute) and f.attr.value in _EAGER_METHODS and self.b.status(f) is None:
             raise Refuse("TFG117", f"the gradient function calls `.{f.attr.value}()`, which "
                                    f"{_EAGER_METHODS[f.attr.value]}; migrate by hand")
-        if self.b.col.tf(original) == "tensorflow.py_func":
+        name = self.b.col.tf(original)
+        if name == "tensorflow.py_func":
             new, one = self._py_func(original, updated)
             return cst.List([cst.Element(new)]) if one else new
+        if name is not None:
+            return self._signature(name, original, updated)
+        return updated
+
+    def _signature(self, name: str, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """Arguments whose meaning TF2 changed under the same name (found by an adversarial run)."""
+        leaf = name.rsplit(".", 1)[-1]
+        words = {a.keyword.value for a in original.args if a.keyword is not None}
+        if leaf in _V1_ONLY_CALLS:
+            raise Refuse("TFG117", f"the gradient function calls `{code(original.func)}`, {_V1_ONLY_CALLS[leaf]}; "
+                                   "a grad_fn runs eagerly in TF2: migrate by hand")
+        if name == "tensorflow.where" and len(original.args) > 1 and not _elementwise_where(original):
+            # TF1 picked rows of x and y where cond has lower rank, TF2 broadcasts: keep TF1's function,
+            # which both runtimes have under this name
+            self.changes.append("`tf.where(cond, x, y)` -> `tf.compat.v1.where` (TF1's row selection)")
+            return updated.with_changes(func=cst.parse_expression(f"{self.b.alias}.compat.v1.where"))
+        if "dim" in words or "keep_dims" in words and not leaf.startswith("reduce_"):
+            raise Refuse("TFG117", f"`{code(original.func)}` is called with a TF1 keyword (`dim`/`keep_dims`) "
+                                   "that TF2 renamed; rename it, then re-run")
+        if "keep_dims" in words:  # reduce_*: keepdims is the same argument in TF2 and tf.compat.v1
+            self.changes.append("`keep_dims=` -> `keepdims=`")
+            return updated.with_changes(args=[a.with_changes(keyword=cst.Name("keepdims"))
+                                              if a.keyword is not None and a.keyword.value == "keep_dims" else a
+                                              for a in updated.args])
         return updated
 
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:

@@ -15,6 +15,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator import optable
+from migrator._plugins._override_args import op_changing_args
 from migrator._plugins._override_model import Block, Candidate, Evidence, Refuse, Scope, code, is_literal
 from migrator._plugins._override_opproof import (
     Inputs,
@@ -127,12 +128,12 @@ class OpScanner:
         def possible_for(values):
             return operator_possible(op_cls, Inputs.of(values, labels))
         if all(v.kind == PYTHON for v in vals):
-            self._closed_world(vals, None, possible_for, emap, True, label)
+            self._closed_world(vals, None, possible_for, emap, True, label, scope)
             return  # Python arithmetic: no op is created
         possible = possible_for(vals)
         if possible is None:
             return
-        self._closed_world(vals, possible, possible_for, emap, True, label)
+        self._closed_world(vals, possible, possible_for, emap, True, label, scope)
         verdict = self._verdict(possible, emap, True, label, labels)
         if verdict is None:
             return
@@ -218,6 +219,7 @@ class OpScanner:
     def _table_call(self, call, name, info, stmt, emap, block, found, scope) -> None:
         params = list(info.get("params") or [])
         bound = self.bind_args(call, params)
+        op_changing_args(name, bound, call)
         input_params = _input_params(info)
         vals, labels, lengths = [], [], None
         for p in input_params:
@@ -241,26 +243,42 @@ class OpScanner:
             return function_possible(name, info, Inputs.of(values, labels, lengths), set(bound), has_lists, cast_target)
         direct = bool(info.get("direct"))
         if vals and all(v.kind == PYTHON for v in vals):
-            self._closed_world(vals, None, possible_for, emap, direct, label)
+            self._closed_world(vals, None, possible_for, emap, direct, label, scope)
             return  # constants in, constants out: no gradient path runs through these ops
         possible = possible_for(vals)
-        self._closed_world(vals, possible, possible_for, emap, direct, label)
+        self._closed_world(vals, possible, possible_for, emap, direct, label, scope)
         verdict = self._verdict(possible, emap, direct, label, labels)
         if verdict is None:
             return
         self.ev.prove(f"`{verdict}` made by {label} ({_facts(possible)}; op table entry {name})")
         self._candidate_from_call(call, name, info, verdict, stmt, emap, block, found, bound, scope)
 
-    def _closed_world(self, vals, possible, possible_for, emap, direct: bool, label: str) -> None:
+    def _closed_world(self, vals, possible, possible_for, emap, direct: bool, label: str, scope=None) -> None:
         """"No mapped op here" drawn from what the project's callers pass is an assumption:
         an importer, a test or a notebook may pass a dtype, a rank or a tensor for which the
         op is made and TF1 applied the override (a cast to the callers' dtype is no op)."""
-        if not any(v.callers for v in vals) or (possible is not None and decide(possible, emap, direct).kind != "none"):
+        if not any(v.callers for v in vals):
             return
         open_world = possible_for([UNKNOWN_VALUE if v.callers else v for v in vals])
+        where = ", ".join(sorted(set().union(*(v.origin for v in vals if v.callers))))
+        if possible is not None and decide(possible, emap, direct).kind == "op":
+            # the op is the mapped type for what the callers pass; another rank or dtype may make
+            # another op (MatMul or BatchMatMulV2), which TF1 did not override (found by an adversarial
+            # run); ranks are taken open (callers elsewhere batch differently), dtypes closed; a
+            # `_private` function is called from its own module only
+            fn = getattr(scope, "node", None)
+            private = isinstance(fn, cst.FunctionDef) and fn.name.value.startswith("_") \
+                and not fn.name.value.startswith("__")
+            any_rank = possible_for([Value(v.kind, v.dtypes, None, v.origin, True) if v.callers else v for v in vals])
+            if not private and (any_rank is None or any_rank.lists != possible.lists):
+                self.ev.assume(f"no caller outside the project passes another rank ({where})", _AMBIGUOUS,
+                               f"{label} makes the mapped op only for the ranks the project's callers pass ({where}); "
+                               "a caller elsewhere may pass another rank, for which it makes another op")
+            return
+        if possible is not None and decide(possible, emap, direct).kind != "none":
+            return
         if open_world is None or decide(open_world, emap, direct).kind == "none":
             return
-        where = ", ".join(sorted(set().union(*(v.origin for v in vals if v.callers))))
         self.ev.assume(f"no caller outside the project passes other inputs ({where})", _AMBIGUOUS,
                        f"{label} makes no op of a mapped type only for what the project's callers pass ({where}); "
                        "a caller elsewhere (an importer, a test) may pass a dtype, rank or tensor for which it does")
@@ -471,4 +489,5 @@ def _facts(possible: Possible) -> str:
     if len(possible.lists) == 1 and not possible.unknown and not possible.facts:
         return "whatever the dtype and rank"
     return ", ".join(possible.facts) or "the same op for every dtype and rank it accepts"
+
 

@@ -226,9 +226,27 @@ def _attr_value(p: Planner, cands: list[Candidate], attr: str):
         if d is None or d == "missing" or isinstance(d, dict):
             return None
         values.add(repr(d))
+    if attr in _LIST_ATTRS or any(v is not None and v.lstrip().startswith(("[", "(")) for v in values):
+        return None  # TF expands `strides=1` to [1, 1, 1, 1]: the op's value is not the argument
+    string = attr in _STRING_ATTRS or isinstance(optable.op_default(cands[0].op_type, attr, None), str)
     if len(values) == 1 and None not in values:
-        return ("paste", cst.parse_expression(_as_attr(values.pop())))
-    return ("param", None)
+        literal = _as_attr(values.pop())
+        if string:  # op.get_attr gives a string attribute back as bytes: b"SAME" == "SAME" is False
+            try:
+                text = ast.literal_eval(literal)
+            except (ValueError, SyntaxError):
+                return None
+            if not isinstance(text, str):
+                return None
+            literal = repr(text.encode())
+        return ("paste", cst.parse_expression(literal))
+    return None if string else ("param", None)
+
+
+#: attributes TF stores as lists whatever form the argument had (found by an adversarial run)
+_LIST_ATTRS = frozenset({"strides", "ksize", "dilations", "explicit_paddings"})
+#: attributes TF stores as strings, which op.get_attr returns as bytes
+_STRING_ATTRS = frozenset({"padding", "data_format"})
 
 
 def _as_attr(literal: str) -> str:

@@ -1,0 +1,37 @@
+"""Call arguments that change which ops a TF function makes, beyond what the op table traced.
+
+The op table (``migrator/data/op_variants.json``) traced each function with default
+arguments, per dtype, rank and list length.  Some arguments make other ops
+(``a_is_sparse=True``: SparseMatMul; ``softmax(axis=0)``: transposes around the
+Softmax) or set attributes the gradient reads (``adjoint_b=True`` sets
+``transpose_b``); a one-element ``add_n`` with a name makes an Identity op.
+A call that passes one of them is refused (TFG108).  Found by an adversarial run.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from migrator._plugins._override_model import Refuse, code
+
+
+#: arguments that change which ops a call makes beyond what the op table traced: (function, argument,
+#: the value that keeps the traced ops) (found by an adversarial run)
+_OP_CHANGING = {
+    ("tensorflow.matmul", "a_is_sparse"): "False", ("tensorflow.matmul", "b_is_sparse"): "False",
+    ("tensorflow.matmul", "adjoint_a"): "False", ("tensorflow.matmul", "adjoint_b"): "False",
+    ("tensorflow.nn.softmax", "axis"): "-1", ("tensorflow.nn.softmax", "dim"): "-1",
+    ("tensorflow.nn.log_softmax", "axis"): "-1", ("tensorflow.nn.log_softmax", "dim"): "-1",
+    ("tensorflow.math.softmax", "axis"): "-1", ("tensorflow.math.log_softmax", "axis"): "-1",
+}
+
+
+def op_changing_args(name: str, bound: dict, call: cst.Call) -> None:
+    for (fn, arg), keep in _OP_CHANGING.items():
+        if fn == name and arg in bound and code(bound[arg][1]) != keep:
+            raise Refuse("TFG108", f"`{code(call.func)}(..., {arg}={code(bound[arg][1])})` makes other ops (or sets "
+                                   "other attributes) than the call the migrator can wrap; wrap it by hand")
+    if name in ("tensorflow.add_n", "tensorflow.math.add_n") and "name" in bound:
+        inputs = bound.get("inputs", (0, None))[1]
+        if not isinstance(inputs, (cst.List, cst.Tuple)) or len(inputs.elements) < 2:
+            raise Refuse("TFG108", f"`{code(call.func)}` of one tensor with a name makes an Identity op, "
+                                   "which the op table does not show; wrap it by hand")
