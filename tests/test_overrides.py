@@ -481,3 +481,26 @@ def test_override_cases_found_by_an_adversarial_run(op, call, grad_body, expect)
             [(s.code, s.reason) for s in sites]
     else:
         assert expect in out, out
+
+
+@pytest.mark.parametrize("src", [
+    # one helper, one pasted op.type, two op types
+    'import tensorflow as tf\n\n\n@tf.RegisterGradient("T")\ndef _g(op, grad):\n'
+    '    return grad * (5.0 if op.type == "Sign" else 4.0)\n\n\ndef f(x):\n    x = tf.cast(x, tf.float32)\n'
+    '    with tf.get_default_graph().gradient_override_map({"Sign": "T", "Round": "T"}):\n'
+    '        return tf.sign(x) + tf.round(x)\n',
+    # a decorated helper, and a conditionally defined one, may make the mapped op
+    'import tensorflow as tf\n\n\ndef signed(fn):\n    return lambda t: tf.sign(fn(t))\n\n\n@signed\ndef helper(t):\n'
+    '    return t\n\n\ndef f(x):\n    with tf.get_default_graph().gradient_override_map({"Sign": "Identity"}):\n'
+    '        return helper(x)\n',
+    'import tensorflow as tf\n\nFLAG = True\nif FLAG:\n    def helper(t):\n        return tf.sign(t)\nelse:\n'
+    '    def helper(t):\n        return t\n\n\ndef f(x):\n'
+    '    with tf.get_default_graph().gradient_override_map({"Sign": "Identity"}):\n        return helper(x)\n',
+    # a list operand holding tensors is packed into a Pack op
+    'import tensorflow as tf\n\n\ndef f(x, a, c):\n'
+    '    with tf.get_default_graph().gradient_override_map({"Pack": "Identity"}):\n        return x * [a, c]\n',
+])
+def test_override_blocks_an_adversarial_run_broke_are_refused(src):
+    out, sites = migrate_text(src)
+    assert out == src, out
+    assert sites and all(s.status == "manual" for s in sites if s.kind == "override_map")

@@ -5,7 +5,9 @@ arguments, per dtype, rank and list length.  Some arguments make other ops
 (``a_is_sparse=True``: SparseMatMul; ``softmax(axis=0)``: transposes around the
 Softmax) or set attributes the gradient reads (``adjoint_b=True`` sets
 ``transpose_b``); a one-element ``add_n`` with a name makes an Identity op.
-A call that passes one of them is refused (TFG108).  Found by an adversarial run.
+A call that passes one of them is refused (TFG108).  A same-module function the block
+calls must be one plain def (not decorated, not defined under an ``if``) for its body to
+tell which ops it makes.  Found by an adversarial run.
 """
 from __future__ import annotations
 
@@ -35,3 +37,26 @@ def op_changing_args(name: str, bound: dict, call: cst.Call) -> None:
         if not isinstance(inputs, (cst.List, cst.Tuple)) or len(inputs.elements) < 2:
             raise Refuse("TFG108", f"`{code(call.func)}` of one tensor with a name makes an Identity op, "
                                    "which the op table does not show; wrap it by hand")
+
+
+def sole_plain_def(scope_node: cst.CSTNode, d: cst.FunctionDef) -> bool:
+    """``d`` is the only def of its name in its scope, directly in the scope's body (not under
+    an ``if``/``try``, where which def runs is decided at run time)."""
+    body = getattr(scope_node, "body", None)
+    stmts = list(getattr(body, "body", body) or [])
+    if d not in stmts:
+        return False
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n):
+            nonlocal count
+            count += n.name.value == d.name.value
+            return False
+
+        def visit_ClassDef(self, n):
+            return False
+
+    for st in stmts:
+        st.visit(V())
+    return count == 1

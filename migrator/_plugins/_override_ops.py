@@ -15,7 +15,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator import optable
-from migrator._plugins._override_args import op_changing_args
+from migrator._plugins._override_args import op_changing_args, sole_plain_def
 from migrator._plugins._override_model import Block, Candidate, Evidence, Refuse, Scope, code, is_literal
 from migrator._plugins._override_opproof import (
     Inputs,
@@ -120,6 +120,8 @@ class OpScanner:
 
     # -- operators -------------------------------------------------------
     def _operator(self, node, op_cls, operands, stmt, emap, block, found, scope) -> None:
+        if "Pack" in emap and any(isinstance(o, (cst.List, cst.Tuple)) for o in operands):  # auto-packing
+            raise Refuse("TFG108", "a list operand holding tensors is packed into a Pack op; wrap it by hand")
         vals = [self.values.of(o, scope) for o in operands]
         labels = [code(o) for o in operands]
         sym = f"`{_SYMBOL.get(op_cls, op_cls)}`"
@@ -254,9 +256,8 @@ class OpScanner:
         self._candidate_from_call(call, name, info, verdict, stmt, emap, block, found, bound, scope)
 
     def _closed_world(self, vals, possible, possible_for, emap, direct: bool, label: str, scope=None) -> None:
-        """"No mapped op here" drawn from what the project's callers pass is an assumption:
-        an importer, a test or a notebook may pass a dtype, a rank or a tensor for which the
-        op is made and TF1 applied the override (a cast to the callers' dtype is no op)."""
+        """"No mapped op here" (or "the mapped op here", for ranks) drawn from what the project's
+        callers pass is an assumption: an importer or a test may pass other inputs."""
         if not any(v.callers for v in vals):
             return
         open_world = possible_for([UNKNOWN_VALUE if v.callers else v for v in vals])
@@ -314,6 +315,11 @@ class OpScanner:
 
     def _check_local_def(self, d: cst.FunctionDef, emap, label: str) -> None:
         """A same-module function called in the block: it must create no overridden op."""
+        own = self.col.scope_of_def.get(d)
+        scope_node = (own.parent if own is not None and own.parent is not None else self.col.module_scope).node
+        if d.decorators or not sole_plain_def(scope_node, d):  # found by an adversarial run
+            raise Refuse("TFG101", f"the block calls `{label}()`, which is decorated or defined conditionally "
+                                   "or more than once: its ops cannot be known from the source")
         if d in self.def_cache:
             err = self.def_cache[d]
         else:
@@ -489,5 +495,6 @@ def _facts(possible: Possible) -> str:
     if len(possible.lists) == 1 and not possible.unknown and not possible.facts:
         return "whatever the dtype and rank"
     return ", ".join(possible.facts) or "the same op for every dtype and rank it accepts"
+
 
 

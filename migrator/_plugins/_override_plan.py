@@ -173,6 +173,9 @@ def _convert_helper(p: Planner, reg: Registration, cands: list[Candidate], ev: E
     if len(arities) > 1 or any(c.variadic for c in cands) and not all(c.variadic for c in cands):
         raise Refuse("TFG109", f"`{reg.fn.name.value}` serves ops with different inputs")
     first = cands[0]
+    types = sorted({c.op_type for c in cands})
+    if len(types) > 1 and ".type" in code(reg.fn):  # one helper, one pasted op.type (adversarial run)
+        raise Refuse("TFG109", f"`{reg.fn.name.value}` reads op.type and serves {' and '.join(types)} ops")
     proofs: list[str] = []
     body_fn = p.body.convert(reg.fn, proofs)
     arity = optable.arity(first.op_type)
