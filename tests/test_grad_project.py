@@ -339,3 +339,22 @@ def test_a_caller_inside_a_library_override_context_keeps_the_call(tmp_path):
         (site,) = run([lib])["lib.py"].sites
         assert (site.status, site.code) == (MANUAL, "TFG122"), site.reason
         assert "main.py:" in site.reason
+
+
+def test_a_caller_passing_a_python_number_as_the_source_keeps_the_call(tmp_path):
+    """TF1 differentiated a new constant made from 3.0 (None); tape.watch(3.0) raises."""
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "lib.py", """\
+        import tensorflow as tf
+
+
+        def f(x):
+            y = tf.constant([1.0, 2.0]) * x
+            return tf.gradients(y, x)
+
+
+        def probe():
+            return f(3.0)
+        """)
+    (site,) = run([lib])["lib.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG126"), site.reason

@@ -223,7 +223,8 @@ def param_verdict(project: Project, path: str, func: str, sig: Signature, param:
 
 def source_structure(project: Project, path: str, func: str, sig: Signature, param: str) -> str:
     """"list" when every caller passes a list/tuple for ``param``, "tensor" when every caller
-    passes a single tensor built by a TF call, else "unknown"."""
+    passes a single tensor built by a TF call, "python" when some caller passes a number,
+    else "unknown"."""
     sites = project.callers(path, func)
     if not sites:
         return "unknown"
@@ -234,14 +235,24 @@ def source_structure(project: Project, path: str, func: str, sig: Signature, par
         if isinstance(expr, ast.Name) and module is not None:
             vals = _bindings(site.scope if site.scope is not None else module, expr.id) or _bindings(module, expr.id)
             expr = vals[0] if len(vals) == 1 else None
-        if isinstance(expr, (ast.List, ast.Tuple)):
+        if _python_number(expr):
+            kinds.add("python")  # `f(3.0)`: TF1 differentiated a new constant; tape.watch(3.0) raises
+        elif isinstance(expr, (ast.List, ast.Tuple)):
             kinds.add("list")
         elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
                 expr.func.attr in ("constant", "Variable", "placeholder", "zeros", "ones", "get_variable"):
             kinds.add("tensor")
         else:
             kinds.add("unknown")
+    if "python" in kinds:
+        return "python"
     return kinds.pop() if len(kinds) == 1 else "unknown"
+
+
+def _python_number(expr: Optional[ast.AST]) -> bool:
+    if isinstance(expr, ast.UnaryOp):
+        expr = expr.operand
+    return isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
 
 
 def callers_under_override(project: Project, path: str, func: str) -> Optional[str]:

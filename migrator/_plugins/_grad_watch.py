@@ -153,7 +153,11 @@ class WatchProof:
             return "unknown"
         sc = self.scope
         if sc.func is not None and key in sc.params:
-            return self.an.param_structure(sc.func, key)
+            kind = self.an.param_structure(sc.func, key)
+            if kind == "python":
+                raise Refuse("TFG126", f"a caller passes a Python number as `{key}`: TF1 differentiated a new "
+                                       "constant made from it (None), and a tape cannot watch it; pass a tensor")
+            return kind
         if sc.func is None or key not in sc.locals:
             vals = self.an.module_values(key)
             kinds = {value_kind(v, self.an.qn, self.an.one_output) if v is not None else "unknown" for v in vals}
