@@ -818,6 +818,8 @@ ALIASED_FORWARD = {
                  "    y = bag['parts'][0] * x\n",
     "closure": "    parts = []\n\n    def add(v):\n        parts.append(v)\n\n    add(x * 3.0)\n    y = parts[0] * x\n",
     "type_method": "    parts = []\n    list.append(parts, x * 2.0)\n    y = parts[0] * x\n",
+    "lambda": "    parts = []\n    list(map(lambda v: parts.append(v), [x * 2.0]))\n    y = parts[0] * x\n",
+    "comprehension": "    parts = []\n    [parts.append(v) for v in [x * 2.0]]\n    y = parts[0] * x\n",
 }
 
 
@@ -830,7 +832,8 @@ def test_the_tape_opens_before_a_change_made_through_another_name(case):
     out, sites = migrate(src)
     assert only(sites).status == MIGRATED
     tape_at = out.index("tape.watch(x)")
-    first_change = min(out.index(s) for s in ("alias.append", "parts.append(x", "add(x", "list.append") if s in out)
+    first_change = min(out.index(s) for s in ("alias.append", "parts.append(x", "add(x", "list.append", "list(map",
+                                              "[parts.append") if s in out)
     assert tape_at < first_change, out
 
 

@@ -98,10 +98,18 @@ def shared_names(module: cst.Module) -> dict:
     return {k: {n: frozenset(v) for n, v in t.items()} for k, t in out.items()}
 
 
-def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode) -> None:
+#: methods that leave their object as it was (a method call elsewhere may change it)
+_READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "index", "count", "format", "join",
+                              "split", "strip", "replace", "lower", "upper", "startswith", "endswith",
+                              "get_shape", "as_list", "is_fully_defined", "num_elements"})
+
+
+def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode, modules: frozenset = frozenset()) -> None:
     """Add to ``fx.writes`` what a statement changes through another name: the aliases of
-    what it mutates, and the names a closure it calls uses."""
-    extra: set = set()
+    what it mutates, the names a closure it calls uses, and what a lambda or a
+    comprehension in it mutates (``map(lambda v: parts.append(v), xs)``)."""
+    extra: set = _inline_mutations(stmt, modules)
+    fx.writes |= extra
     for key in fx.writes - fx.assigns:
         extra |= shared.get(key.split(".")[0], frozenset())
     for name in fx.reads:  # a closure called here, or handed to a call that may call it
@@ -109,6 +117,44 @@ def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode) -> None:
         if name not in group:
             extra |= group
     fx.writes |= extra
+
+
+def _inline_mutations(stmt: cst.CSTNode, modules: frozenset) -> set:
+    """Names a lambda or a comprehension in ``stmt`` calls a method of (not one it binds,
+    not a module): the statement may change them when those run."""
+    out: set = set()
+
+    class Inner(cst.CSTVisitor):
+        def __init__(self, bound: set) -> None:
+            self.bound = bound
+
+        def visit_Call(self, n):
+            f = n.func
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.attr.value not in _READING_METHODS \
+                    and f.value.value not in self.bound and f.value.value not in modules:
+                out.add(f.value.value)
+
+    class Outer(cst.CSTVisitor):
+        def visit_Lambda(self, n):
+            n.body.visit(Inner({p.name.value for p in _lambda_params(n.params)}))
+            return False
+
+        def _comp(self, n):
+            bound: set = set()
+            f = n.for_in
+            while f is not None:
+                bound |= _names_in(f.target)
+                f = f.inner_for_in
+            n.visit(Inner(bound))
+            return False
+
+        visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comp
+
+        def visit_FunctionDef(self, n):
+            return False
+
+    stmt.visit(Outer())
+    return out
 
 
 def _nested_scopes(body: cst.CSTNode) -> list:

@@ -28,7 +28,7 @@ def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset(
     bound to a mutable object (``cache["h"]``: a project function may have filled it)."""
     fx = effects(stmt)
     fx = Effects(set(fx.reads), set(fx.writes) | type_method_mutations(stmt), set(fx.assigns), set(fx.data))
-    widen_mutations(fx, an.shared(stmt), stmt)  # `alias.append(v)` changes `parts` too
+    widen_mutations(fx, an.shared(stmt), stmt, frozenset(an.imported))  # `alias.append(v)` changes `parts` too
     kinds = an.kinds(stmt)
     maybe: set = set()
     mutations = fx.writes - fx.assigns
