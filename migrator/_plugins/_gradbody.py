@@ -56,10 +56,12 @@ class GradBody:
         self.col, self.alias = col, alias
         self._checked: dict = {}
 
-    def convert(self, fn: cst.FunctionDef, proofs: list[str]) -> cst.FunctionDef:
-        """``fn`` with its body made TF2 code; raises :class:`Refuse` (TFG117) where it cannot be."""
+    def convert(self, fn: cst.FunctionDef, proofs: list[str], elementwise: bool = False) -> cst.FunctionDef:
+        """``fn`` with its body made TF2 code; raises :class:`Refuse` (TFG117) where it cannot be.
+        ``elementwise``: every op it serves has one input of its output's shape (Relu, Sign)."""
         self._check_callees(fn, set())
         conv = _Convert(self, fn)
+        conv.op_shaped = _op_shaped_names(fn) if elementwise else None
         new = fn.visit(conv)
         if conv.changes:
             proofs.append("gradient body made TF2 code: " + "; ".join(sorted(set(conv.changes))))
@@ -93,9 +95,65 @@ class GradBody:
                     self._check_callees(d, seen)
 
 
+def _op_shaped_names(fn: cst.FunctionDef) -> tuple:
+    """(code of the values a gradient of a one-input elementwise op knows to have the op's
+    shape: ``op.inputs[0]``, ``op.outputs[0]``, the upstream gradient, names bound once to
+    them; every name bound once in the body -> its value)."""
+    params = [p.name.value for p in fn.params.params]
+    if len(params) < 2:
+        return set(), {}
+    op = params[0]
+    shaped = {f"{op}.inputs[0]", f"{op}.outputs[0]", params[1]}
+    binds: dict = {}
+    for st in fn.body.body:
+        if isinstance(st, cst.SimpleStatementLine):
+            for small in st.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                        isinstance(small.targets[0].target, cst.Name):
+                    binds.setdefault(small.targets[0].target.value, []).append(small.value)
+    for name, values in binds.items():
+        if len(values) == 1 and code(values[0]) in shaped:
+            shaped.add(name)
+    return shaped, {n: v[0] for n, v in binds.items() if len(v) == 1}
+
+
+def _op_shaped_where(call: cst.Call, known: Optional[tuple]) -> bool:
+    """``tf.where(x > 0., grad, 0. * grad)`` in the gradient of a one-input elementwise op: the
+    condition and x (or y) have the op's shape, so TF1 and TF2 select the same elements."""
+    if not known or not known[0]:
+        return False
+    shaped, binds = known
+
+    def full(e) -> bool:  # a value of the op's shape
+        if code(e) in shaped:
+            return True
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in (
+                "zeros_like", "ones_like") and e.args:
+            return full(e.args[0].value)
+        if isinstance(e, cst.BinaryOperation) and isinstance(e.left, (cst.Integer, cst.Float)):
+            return full(e.right)
+        return False
+
+    def cond_full(c) -> bool:
+        if isinstance(c, cst.BinaryOperation) and isinstance(c.operator, (cst.BitAnd, cst.BitOr)):
+            return cond_full(c.left) and cond_full(c.right)
+        if isinstance(c, cst.Comparison) and len(c.comparisons) == 1:
+            other = c.comparisons[0].comparator
+            return full(c.left) and (full(other) or isinstance(other, (cst.Integer, cst.Float, cst.UnaryOperation)))
+        return full(c)
+
+    cond = call.args[0].value
+    if isinstance(cond, cst.Name) and cond.value not in shaped:
+        cond = binds.get(cond.value)  # `cond = (x >= -1) & (x <= 1)`, bound once
+        if cond is None:
+            return False
+    return cond_full(cond) and any(full(a.value) for a in call.args[1:3])
+
+
 class _Convert(cst.CSTTransformer):
     def __init__(self, body: GradBody, fn: cst.FunctionDef):
         self.b, self.fn = body, fn
+        self.op_shaped: Optional[tuple] = None
         self.changes: list[str] = []
         self._skip: set = set()
 
@@ -168,7 +226,8 @@ class _Convert(cst.CSTTransformer):
         if leaf in _V1_ONLY_CALLS:
             raise Refuse("TFG117", f"the gradient function calls `{code(original.func)}`, {_V1_ONLY_CALLS[leaf]}; "
                                    "a grad_fn runs eagerly in TF2: migrate by hand")
-        if name == "tensorflow.where" and len(original.args) > 1 and not _elementwise_where(original):
+        if name == "tensorflow.where" and len(original.args) > 1 and not _elementwise_where(original) \
+                and not _op_shaped_where(original, self.op_shaped):
             # TF1 picked rows of x and y where cond has lower rank, TF2 broadcasts: keep TF1's function,
             # which both runtimes have under this name
             self.changes.append("`tf.where(cond, x, y)` -> `tf.compat.v1.where` (TF1's row selection)")

@@ -177,7 +177,8 @@ def _convert_helper(p: Planner, reg: Registration, cands: list[Candidate], ev: E
     if len(types) > 1 and ".type" in code(reg.fn):  # one helper, one pasted op.type (adversarial run)
         raise Refuse("TFG109", f"`{reg.fn.name.value}` reads op.type and serves {' and '.join(types)} ops")
     proofs: list[str] = []
-    body_fn = p.body.convert(reg.fn, proofs)
+    elementwise = all(c.op_type in _ELEMENTWISE and c.n_inputs == 1 for c in cands)
+    body_fn = p.body.convert(reg.fn, proofs, elementwise=elementwise)
     arity = optable.arity(first.op_type)
     n_out = arity[1] if arity and not first.variadic else None
     names = first.input_names if not first.consts else _op_input_names(first)
@@ -246,6 +247,10 @@ def _attr_value(p: Planner, cands: list[Candidate], attr: str):
     return None if string else ("param", None)
 
 
+#: one-input ops whose output has the input's shape (tf.where on such values selects alike in TF1 and TF2)
+_ELEMENTWISE = frozenset({"Relu", "Relu6", "LeakyRelu", "Elu", "Selu", "Softplus", "Softsign", "Sigmoid", "Tanh",
+                          "Sign", "Round", "Floor", "Ceil", "Rint", "Identity", "Abs", "Neg", "Exp", "Log",
+                          "Square", "Sqrt", "Rsqrt", "Reciprocal", "StopGradient"})
 #: attributes TF stores as lists whatever form the argument had (found by an adversarial run)
 _LIST_ATTRS = frozenset({"strides", "ksize", "dilations", "explicit_paddings"})
 #: attributes TF stores as strings, which op.get_attr returns as bytes
