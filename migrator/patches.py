@@ -51,9 +51,10 @@ def _is_namespace(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars"
 
 
-#: a ``tf.Graph``'s own tables of gradient overrides: ``gradient_override_map`` fills the
-#: first; code that writes them directly overrides gradients a tape never sees
-GRAPH_GRADIENT_MAPS = ("_gradient_override_map", "_gradient_function_map")
+#: a ``tf.Graph``'s own tables of gradient overrides (``gradient_override_map`` fills the
+#: first) and the op attribute they set (``op._set_attr("_gradient_op_type", ...)``): code
+#: that writes them directly overrides gradients a tape never sees
+GRAPH_GRADIENT_MAPS = ("_gradient_override_map", "_gradient_function_map", "_gradient_op_type")
 
 #: methods of TF's ``Registry`` that only read it
 _READ_METHODS = ("lookup", "list")

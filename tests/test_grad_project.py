@@ -307,6 +307,10 @@ def test_a_graph_override_table_written_directly_keeps_every_call(tmp_path):
             def swap(graph, fn):
                 graph._gradient_function_map["Relu"] = fn
             """),
+        ("_gradient_op_type", """\
+            def tag(t, attr):
+                t.op._set_attr("_gradient_op_type", attr)
+            """),
     ]:
         write(tmp_path, "explain.py", text)
         (site,) = run([user])["train.py"].sites

@@ -820,6 +820,14 @@ ALIASED_FORWARD = {
     "type_method": "    parts = []\n    list.append(parts, x * 2.0)\n    y = parts[0] * x\n",
     "lambda": "    parts = []\n    list(map(lambda v: parts.append(v), [x * 2.0]))\n    y = parts[0] * x\n",
     "comprehension": "    parts = []\n    [parts.append(v) for v in [x * 2.0]]\n    y = parts[0] * x\n",
+    "setdefault": "    bag = {}\n    lst = bag.setdefault('k', [])\n    lst.append(x * 2.0)\n    y = bag['k'][0] * x\n",
+    "getattr": "    parts = []\n    getattr(parts, 'append')(x * 2.0)\n    y = parts[0] * x\n",
+    "method_ref": "    parts = []\n    app = parts.append\n    app(x * 2.0)\n    y = parts[0] * x\n",
+    "iadd_alias": "    parts = []\n    alias = parts\n    alias += [x * 2.0]\n    y = parts[0] * x\n",
+    "values_loop": "    bag = {'k': []}\n    for lst in bag.values():\n        lst.append(x * 2.0)\n"
+                   "    y = bag['k'][0] * x\n",
+    "nested_class": "    parts = []\n\n    class Acc:\n        def add(self, v):\n            parts.append(v)\n\n"
+                    "    Acc().add(x * 2.0)\n    y = parts[0] * x\n",
 }
 
 
@@ -833,7 +841,8 @@ def test_the_tape_opens_before_a_change_made_through_another_name(case):
     assert only(sites).status == MIGRATED
     tape_at = out.index("tape.watch(x)")
     first_change = min(out.index(s) for s in ("alias.append", "parts.append(x", "add(x", "list.append", "list(map",
-                                              "[parts.append") if s in out)
+                                              "[parts.append", "lst.append", "getattr(", "app(x", "alias +=")
+                       if s in out)
     assert tape_at < first_change, out
 
 

@@ -468,6 +468,8 @@ def f(x, w):
     ("Relu", "tf.nn.relu(x * w)", "return tf.reduce_sum(grad, axis=0, keep_dims=True) * grad", "keepdims=True"),
     ("Relu", "tf.nn.relu(x * w)", "return tf.expand_dims(tf.reduce_sum(grad), dim=0) * grad", "TFG117"),
     ("Relu", "tf.nn.relu(x * w)", "return tf.nn.dropout(grad, 0.5)", "TFG117"),
+    ("Relu", "tf.nn.relu(x * w)", "return tf.reduce_sum(grad, reduction_indices=[0]) * grad", "axis=[0]"),
+    ("Relu", "tf.nn.relu(x * w)", "return tf.cast(tf.argmax(grad, 1, 'am'), tf.float32) * grad", "TFG117"),
     ("Mul", "tf.multiply(tf.cast(x, tf.float32), tf.cast(w, tf.float32))", "mask = op.inputs[1] > 0\n    return tf.where(mask, grad, tf.zeros_like(grad)), grad",
      "tf.compat.v1.where(mask"),  # w may have a lower rank than grad: TF1 selected rows
     ("Relu", "tf.nn.relu(x * w)", "mask = op.inputs[0] > 0\n    return tf.where(mask, grad, tf.zeros_like(grad))",

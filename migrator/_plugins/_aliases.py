@@ -18,6 +18,12 @@ _TYPE_METHOD_OWNERS = frozenset({"list", "dict", "set", "bytearray", "object", "
                                  "defaultdict"})
 
 
+#: changing methods that take one argument when bound: with two, the first is the object
+_ONE_ARG_CHANGERS = frozenset({"append", "extend", "update", "add", "remove", "discard"})
+#: methods that hand back a part of their object (`bag.setdefault("k", [])`, `bag.values()`)
+_PART_METHODS = frozenset({"setdefault", "get", "values", "items", "pop", "popitem", "__getitem__"})
+
+
 def shared_names(module: cst.Module) -> dict:
     """Per function (``None``: module level), name -> the other names that may reach the same
     object, so that a change through one is a change of the others: ``alias = parts``,
@@ -26,10 +32,14 @@ def shared_names(module: cst.Module) -> dict:
     out: dict = {None: {}}
 
     def roots(expr) -> set:
-        if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
+        if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
             base = expr
-            while isinstance(base, (cst.Attribute, cst.Subscript)):
-                base = base.value
+            while isinstance(base, (cst.Attribute, cst.Subscript)) or isinstance(base, cst.Call) and \
+                    isinstance(base.func, cst.Attribute) and base.func.attr.value in _PART_METHODS:
+                base = base.func.value if isinstance(base, cst.Call) else base.value
+            if isinstance(base, cst.Call) and isinstance(base.func, cst.Name) and base.func.value == "getattr" \
+                    and base.args:
+                return roots(base.args[0].value)
             return {base.value} if isinstance(base, cst.Name) else set()
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
             return {r for el in expr.elements for r in roots(el.value)}
@@ -85,7 +95,7 @@ def shared_names(module: cst.Module) -> dict:
             own |= {k.split(".")[0] for k in effects(node.body).writes}
             table: dict = {}
             for inner, name in _nested_scopes(node.body):
-                used = (_walk_names(inner) - {name}) & own
+                used = (_walk_names(inner) - {name}) & own  # a nested def, lambda or class
                 if name is not None and used:
                     table[name] = used  # a call of the closure may change what it uses
             out[node] = table
@@ -110,13 +120,56 @@ def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode, modules: froze
     comprehension in it mutates (``map(lambda v: parts.append(v), xs)``)."""
     extra: set = _inline_mutations(stmt, modules)
     fx.writes |= extra
-    for key in fx.writes - fx.assigns:
+    receivers = _receivers(stmt, modules)
+    fx.writes |= receivers  # `getattr(parts, "append")(v)`, `lst.append(v)` under `for lst in ...`
+    mutated = (fx.writes - fx.assigns) | receivers
+    if isinstance(stmt, cst.SimpleStatementLine):  # `alias += [v]` extends the list alias names
+        mutated |= {k for small in stmt.body if isinstance(small, cst.AugAssign)
+                    for k in [dotted(small.target)] if k is not None}
+    for key in mutated:
         extra |= shared.get(key.split(".")[0], frozenset())
-    for name in fx.reads:  # a closure called here, or handed to a call that may call it
-        group = shared.get(name, frozenset())
-        if name not in group:
-            extra |= group
+    for name in fx.reads:  # a closure called here, or handed to a call that may call it; a method
+        group = shared.get(name, frozenset())  # taken off an object (`app = parts.append; app(v)`)
+        extra |= group if name not in group else (group if name in _called(stmt) else frozenset())
     fx.writes |= extra
+
+
+def _receivers(stmt: cst.CSTNode, modules: frozenset) -> set:
+    """Roots of the objects a statement calls a changing method of (not a module's function):
+    ``lst.append(v)``, ``alias[0].append(v)``, ``getattr(parts, "append")(v)``."""
+    out: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n):
+            f = n.func
+            if isinstance(f, cst.Attribute) and f.attr.value in _READING_METHODS:
+                return
+            base = f.value if isinstance(f, cst.Attribute) else f if isinstance(f, cst.Call) else None
+            while isinstance(base, (cst.Subscript, cst.Attribute)):
+                base = base.value
+            if isinstance(base, cst.Call) and isinstance(base.func, cst.Name) and base.func.value == "getattr" \
+                    and base.args and isinstance(base.args[0].value, cst.Name):
+                out.add(base.args[0].value.value)
+            elif isinstance(base, cst.Name) and base.value not in modules:
+                out.add(base.value)
+
+        def visit_FunctionDef(self, n):
+            return False
+
+    stmt.visit(V())
+    return out
+
+
+def _called(stmt: cst.CSTNode) -> set:
+    names: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n):
+            if isinstance(n.func, cst.Name):
+                names.add(n.func.value)
+
+    stmt.visit(V())
+    return names
 
 
 def _inline_mutations(stmt: cst.CSTNode, modules: frozenset) -> set:
@@ -176,6 +229,10 @@ def _nested_scopes(body: cst.CSTNode) -> list:
             found.append((n, None))
             return False
 
+        def visit_ClassDef(self, n):  # its methods may change the function's names
+            found.append((n, n.name.value))
+            return False
+
     body.visit(V())
     return found
 
@@ -201,8 +258,9 @@ def type_method_mutations(node: cst.CSTNode) -> set:
         def visit_Call(self, call):
             fn = call.func
             owner = fn.value.value if isinstance(fn, cst.Attribute) and isinstance(fn.value, cst.Name) else None
-            if (owner in _TYPE_METHOD_OWNERS or isinstance(fn, cst.Name) and fn.value in ("setattr", "delattr")) \
-                    and call.args:
+            unbound = isinstance(fn, cst.Attribute) and fn.attr.value in _ONE_ARG_CHANGERS and len(call.args) >= 2
+            if (owner in _TYPE_METHOD_OWNERS or unbound  # `L = list; L.append(parts, v)`
+                    or isinstance(fn, cst.Name) and fn.value in ("setattr", "delattr")) and call.args:
                 key = dotted(call.args[0].value)
                 if key is not None:
                     out.add(key)

@@ -215,6 +215,13 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
     """Arguments whose meaning a tape changes: eager ``tf.while_loop``/``tf.map_fn`` ignore
     ``back_prop=False`` (TF1 stopped the gradient there), and a ``grad_ys`` list the source
     builds may hold ``None`` (TF1 read ones; ``output_gradients`` raises)."""
+    fn = an.parents.get(c.node)
+    while fn is not None and not isinstance(fn, (cst.FunctionDef, cst.Module)):
+        fn = an.parents.get(fn)
+    for call in calls_in(fn.body if isinstance(fn, cst.FunctionDef) else fn) if fn is not None else ():
+        if isinstance(call.func, cst.Name) and call.func.value in ("exec", "eval"):
+            raise Refuse("TFG128", f"`{call.func.value}(...)` runs code the migrator cannot see, in the function "
+                                   "that holds the call; write it out, then re-run")
     for i in range(s, e + 1):
         node = flat[i].orig
         for call in calls_in(node) if node is not None else ():

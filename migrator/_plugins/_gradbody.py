@@ -28,6 +28,10 @@ from migrator.tfnames import dotted
 _EAGER_METHODS = {"set_shape": "checks the shape against the real one when it runs eagerly",
                   "eval": "needs a session", "run": "needs a session"}
 _EAGER_ATTRS = {"graph", "op"}
+#: TF1 keywords and their TF2 names, per function (``reduce`` stands for every ``reduce_*``)
+_V1_KEYWORDS = {"reduce": {"keep_dims": "keepdims", "reduction_indices": "axis"},
+                "squeeze": {"squeeze_dims": "axis"}, "moments": {"keep_dims": "keepdims"},
+                "norm": {"keep_dims": "keepdims"}}
 #: TF names whose arguments mean something else in TF2
 _V1_ONLY_CALLS = {"dropout": "whose second argument is keep_prob in TF1 and rate in TF2"}
 
@@ -232,13 +236,19 @@ class _Convert(cst.CSTTransformer):
             # which both runtimes have under this name
             self.changes.append("`tf.where(cond, x, y)` -> `tf.compat.v1.where` (TF1's row selection)")
             return updated.with_changes(func=cst.parse_expression(f"{self.b.alias}.compat.v1.where"))
-        if "dim" in words or "keep_dims" in words and not leaf.startswith("reduce_"):
-            raise Refuse("TFG117", f"`{code(original.func)}` is called with a TF1 keyword (`dim`/`keep_dims`) "
-                                   "that TF2 renamed; rename it, then re-run")
-        if "keep_dims" in words:  # reduce_*: keepdims is the same argument in TF2 and tf.compat.v1
-            self.changes.append("`keep_dims=` -> `keepdims=`")
-            return updated.with_changes(args=[a.with_changes(keyword=cst.Name("keepdims"))
-                                              if a.keyword is not None and a.keyword.value == "keep_dims" else a
+        renames = _V1_KEYWORDS.get(leaf.split("_")[0] if leaf.startswith("reduce_") else leaf, {})
+        if "dim" in words or (words & {"keep_dims", "reduction_indices", "squeeze_dims"}) - set(renames):
+            raise Refuse("TFG117", f"`{code(original.func)}` is called with a TF1 keyword that TF2 renamed; "
+                                   "rename it, then re-run")
+        positional = sum(a.keyword is None and not a.star for a in original.args)
+        if positional > 2 and name != "tensorflow.where" and self.b.status(original.func)[1] == "differs":
+            # argmax(x, 1, "am"): the third is name in TF1, output_type in TF2 (an adversarial run)
+            raise Refuse("TFG117", f"`{code(original.func)}` takes {positional} positional arguments, whose meaning "
+                                   "differs between its TF1 and TF2 signatures; pass them by keyword, then re-run")
+        if words & set(renames):  # the same argument under its TF2 keyword, which tf.compat.v1 takes too
+            self.changes.append(", ".join(f"`{k}=` -> `{renames[k]}=`" for k in sorted(words & set(renames))))
+            return updated.with_changes(args=[a.with_changes(keyword=cst.Name(renames[a.keyword.value]))
+                                              if a.keyword is not None and a.keyword.value in renames else a
                                               for a in updated.args])
         return updated
 
