@@ -233,6 +233,10 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
                                            "differentiate what TF1 did not; wrap its result in tf.stop_gradient, "
                                            "then re-run")
     og = c.kwargs.get("output_gradients")
+    if isinstance(og, (cst.List, cst.Tuple)) and any(
+            isinstance(el.value, cst.Name) and _bound_to_none(an, el.value.value, c.node) for el in og.elements):
+        raise Refuse("TFG128", "grad_ys holds a name bound to None (TF1 read ones there, a tape raises); write "
+                               "tf.ones_like(y) for that target, then re-run")
     if isinstance(og, cst.Name) and _built_list(an, og.value, c.node):
         raise Refuse("TFG128", f"grad_ys `{og.value}` is a list built in this function, which may hold None "
                                "(TF1 read ones there, a tape raises); write the list out with tf.ones_like(y) "
@@ -266,4 +270,22 @@ def _built_list(an, name: str, node) -> bool:
                 found.append(n)
 
     (fn.body if isinstance(fn, cst.FunctionDef) else fn).visit(V())
+    return bool(found)
+
+
+def _bound_to_none(an, name: str, node) -> bool:
+    """``name`` is bound to ``None`` somewhere in the function holding ``node`` (``gy = None``)."""
+    fn = an.parents.get(node)
+    while fn is not None and not isinstance(fn, (cst.FunctionDef, cst.Module)):
+        fn = an.parents.get(fn)
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n):
+            if isinstance(n.value, cst.Name) and n.value.value == "None" and \
+                    any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets):
+                found.append(n)
+
+    if fn is not None:
+        (fn.body if isinstance(fn, cst.FunctionDef) else fn).visit(V())
     return bool(found)

@@ -272,10 +272,14 @@ def leaves(xs: cst.BaseExpression, qn=None) -> list:
     return leaves(inner, qn) if inner is not None else []
 
 
-def _python_value(value: cst.BaseExpression, an) -> bool:
-    """A number, a list of numbers, or a numpy call: not a tensor ``tape.watch`` takes."""
+def _python_value(value: cst.BaseExpression, an, hops: int = 0) -> bool:
+    """A number, a list of numbers, a numpy call, or a module constant bound only to one of
+    those (``x = SCALE``): not a tensor ``tape.watch`` takes."""
     if isinstance(value, (cst.Integer, cst.Float)):
         return True
+    if isinstance(value, cst.Name) and hops < 3:
+        vals = an.module_values(value.value)
+        return bool(vals) and all(v is not None and _python_value(v, an, hops + 1) for v in vals)
     if isinstance(value, cst.UnaryOperation):
         return _python_value(value.expression, an)
     if isinstance(value, (cst.List, cst.Tuple)):
