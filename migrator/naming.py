@@ -6,7 +6,7 @@ import re
 import libcst as cst
 
 
-def used_names(module: cst.Module, attributes: bool = True) -> set[str]:
+def used_names(module: cst.CSTNode, attributes: bool = True) -> set[str]:
     """Every identifier that appears anywhere in the module (cheap, conservative).
 
     With ``attributes=False`` the ``attr`` of ``x.attr`` does not count.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from migrator._plugins._dataflow import Effects, _lambda_params, _names_in, effects
+from migrator.naming import used_names
 from migrator.tfnames import dotted
 
 
@@ -95,7 +96,7 @@ def shared_names(module: cst.Module) -> dict:
             own |= {k.split(".")[0] for k in effects(node.body).writes}
             table: dict = {}
             for inner, name in _nested_scopes(node.body):
-                used = (_walk_names(inner) - {name}) & own  # a nested def, lambda or class
+                used = (used_names(inner) - {name}) & own  # a nested def, lambda or class
                 if name is not None and used:
                     table[name] = used  # a call of the closure may change what it uses
             out[node] = table
@@ -115,22 +116,27 @@ _READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "index",
 
 
 def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode, modules: frozenset = frozenset()) -> None:
-    """Add to ``fx.writes`` what a statement changes through another name: the aliases of
-    what it mutates, the names a closure it calls uses, and what a lambda or a
-    comprehension in it mutates (``map(lambda v: parts.append(v), xs)``)."""
-    extra: set = _inline_mutations(stmt, modules)
-    fx.writes |= extra
+    """Add to ``fx.writes`` what a statement changes through another name: the objects it
+    calls a changing method of (in a lambda or a comprehension too:
+    ``map(lambda v: parts.append(v), xs)``), their aliases, and the names a closure it
+    calls uses."""
     receivers = _receivers(stmt, modules)
     fx.writes |= receivers  # `getattr(parts, "append")(v)`, `lst.append(v)` under `for lst in ...`
     mutated = (fx.writes - fx.assigns) | receivers
     if isinstance(stmt, cst.SimpleStatementLine):  # `alias += [v]` extends the list alias names
         mutated |= {k for small in stmt.body if isinstance(small, cst.AugAssign)
                     for k in [dotted(small.target)] if k is not None}
+    extra: set = set()
     for key in mutated:
         extra |= shared.get(key.split(".")[0], frozenset())
+    called = None
     for name in fx.reads:  # a closure called here, or handed to a call that may call it; a method
         group = shared.get(name, frozenset())  # taken off an object (`app = parts.append; app(v)`)
-        extra |= group if name not in group else (group if name in _called(stmt) else frozenset())
+        if name in group:
+            called = _called(stmt) if called is None else called
+            if name not in called:
+                continue
+        extra |= group
     fx.writes |= extra
 
 
@@ -172,44 +178,6 @@ def _called(stmt: cst.CSTNode) -> set:
     return names
 
 
-def _inline_mutations(stmt: cst.CSTNode, modules: frozenset) -> set:
-    """Names a lambda or a comprehension in ``stmt`` calls a method of (not one it binds,
-    not a module): the statement may change them when those run."""
-    out: set = set()
-
-    class Inner(cst.CSTVisitor):
-        def __init__(self, bound: set) -> None:
-            self.bound = bound
-
-        def visit_Call(self, n):
-            f = n.func
-            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.attr.value not in _READING_METHODS \
-                    and f.value.value not in self.bound and f.value.value not in modules:
-                out.add(f.value.value)
-
-    class Outer(cst.CSTVisitor):
-        def visit_Lambda(self, n):
-            n.body.visit(Inner({p.name.value for p in _lambda_params(n.params)}))
-            return False
-
-        def _comp(self, n):
-            bound: set = set()
-            f = n.for_in
-            while f is not None:
-                bound |= _names_in(f.target)
-                f = f.inner_for_in
-            n.visit(Inner(bound))
-            return False
-
-        visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comp
-
-        def visit_FunctionDef(self, n):
-            return False
-
-    stmt.visit(Outer())
-    return out
-
-
 def _nested_scopes(body: cst.CSTNode) -> list:
     """(def or lambda, the name it is bound to or None) for each scope nested in ``body``."""
     found: list = []
@@ -235,18 +203,6 @@ def _nested_scopes(body: cst.CSTNode) -> list:
 
     body.visit(V())
     return found
-
-
-def _walk_names(node: cst.CSTNode) -> set:
-    """Every identifier used in ``node`` (``nonlocal h`` included)."""
-    names: set = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n):
-            names.add(n.value)
-
-    node.visit(V())
-    return names
 
 
 def type_method_mutations(node: cst.CSTNode) -> set:

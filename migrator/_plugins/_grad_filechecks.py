@@ -215,10 +215,8 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
     """Arguments whose meaning a tape changes: eager ``tf.while_loop``/``tf.map_fn`` ignore
     ``back_prop=False`` (TF1 stopped the gradient there), and a ``grad_ys`` list the source
     builds may hold ``None`` (TF1 read ones; ``output_gradients`` raises)."""
-    fn = an.parents.get(c.node)
-    while fn is not None and not isinstance(fn, (cst.FunctionDef, cst.Module)):
-        fn = an.parents.get(fn)
-    for call in calls_in(fn.body if isinstance(fn, cst.FunctionDef) else fn) if fn is not None else ():
+    body = _enclosing_body(an, c.node)
+    for call in calls_in(body) if body is not None else ():
         if isinstance(call.func, cst.Name) and call.func.value in ("exec", "eval"):
             raise Refuse("TFG128", f"`{call.func.value}(...)` runs code the migrator cannot see, in the function "
                                    "that holds the call; write it out, then re-run")
@@ -234,21 +232,26 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
                                            "then re-run")
     og = c.kwargs.get("output_gradients")
     if isinstance(og, (cst.List, cst.Tuple)) and any(
-            isinstance(el.value, cst.Name) and _bound_to_none(an, el.value.value, c.node) for el in og.elements):
+            isinstance(el.value, cst.Name) and _bound_to_none(an, el.value.value, body) for el in og.elements):
         raise Refuse("TFG128", "grad_ys holds a name bound to None (TF1 read ones there, a tape raises); write "
                                "tf.ones_like(y) for that target, then re-run")
-    if isinstance(og, cst.Name) and _built_list(an, og.value, c.node):
+    if isinstance(og, cst.Name) and _built_list(an, og.value, body):
         raise Refuse("TFG128", f"grad_ys `{og.value}` is a list built in this function, which may hold None "
                                "(TF1 read ones there, a tape raises); write the list out with tf.ones_like(y) "
                                "for those targets, then re-run")
 
 
-def _built_list(an, name: str, node) -> bool:
-    """``name`` is bound in the function holding ``node`` to a list expression, or changed in place."""
+def _enclosing_body(an, node) -> Optional[cst.CSTNode]:
+    """The body of the function holding ``node``, or the module at module level."""
     fn = an.parents.get(node)
     while fn is not None and not isinstance(fn, (cst.FunctionDef, cst.Module)):
         fn = an.parents.get(fn)
-    if fn is None:
+    return fn.body if isinstance(fn, cst.FunctionDef) else fn
+
+
+def _built_list(an, name: str, body) -> bool:
+    """``name`` is bound in ``body`` to a list expression, or changed in place."""
+    if body is None:
         return False
     found = []
 
@@ -269,15 +272,12 @@ def _built_list(an, name: str, node) -> bool:
                     and n.target.value.value == name:
                 found.append(n)
 
-    (fn.body if isinstance(fn, cst.FunctionDef) else fn).visit(V())
+    body.visit(V())
     return bool(found)
 
 
-def _bound_to_none(an, name: str, node) -> bool:
-    """``name`` is bound to ``None`` somewhere in the function holding ``node`` (``gy = None``)."""
-    fn = an.parents.get(node)
-    while fn is not None and not isinstance(fn, (cst.FunctionDef, cst.Module)):
-        fn = an.parents.get(fn)
+def _bound_to_none(an, name: str, body) -> bool:
+    """``name`` is bound to ``None`` somewhere in ``body`` (``gy = None``)."""
     found = []
 
     class V(cst.CSTVisitor):
@@ -286,6 +286,6 @@ def _bound_to_none(an, name: str, node) -> bool:
                     any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets):
                 found.append(n)
 
-    if fn is not None:
-        (fn.body if isinstance(fn, cst.FunctionDef) else fn).visit(V())
+    if body is not None:
+        body.visit(V())
     return bool(found)

@@ -89,6 +89,7 @@ class GradientRewrite:
         self._project = None
         self._verdicts: dict = {}
         self._shared: Optional[dict] = None
+        self._shared_any: dict = {}
 
     # -- driver -------------------------------------------------------------
     def run(self) -> cst.Module:
@@ -216,15 +217,15 @@ class GradientRewrite:
 
     def shared(self, node: cst.CSTNode) -> dict:
         """In the function holding ``node``: name -> the names that may reach the same object
-        (``alias = parts``), or that a closure uses (``_dataflow.shared_names``)."""
+        (``alias = parts``), or that a closure uses (``_aliases.shared_names``)."""
         if self._shared is None:
             self._shared = shared_names(self.module)
-        if node not in self.parents:  # a statement the planner made (a loop header): any function's
-            merged: dict = {}
+            self._shared_any = {}  # for a statement the planner made (a loop header): any function's
             for table in self._shared.values():
                 for name, group in table.items():
-                    merged[name] = merged.get(name, frozenset()) | group
-            return merged
+                    self._shared_any[name] = self._shared_any.get(name, frozenset()) | group
+        if node not in self.parents:
+            return self._shared_any
         cur = self.parents.get(node)
         while cur is not None and not isinstance(cur, cst.FunctionDef):
             cur = self.parents.get(cur)
