@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from migrator import optable
-from migrator._plugins._override_tfvalues import DIFFERENTIABLE, PYTHON, TENSOR, UNKNOWN_RANK, Value
+from migrator._plugins._override_tfvalues import DIFFERENTIABLE, PYTHON, TENSOR, UNKNOWN, UNKNOWN_RANK, Value
 
 _RANK_KEYS = {0: "0", 1: "1", 3: "3", UNKNOWN_RANK: "unknown"}
 
@@ -49,7 +49,8 @@ class Inputs:
         dtypes: Optional[frozenset] = frozenset()
         ranks: Optional[frozenset] = frozenset()
         for v in tensors:
-            dtypes = None if dtypes is None or v.kind != TENSOR or v.dtypes is None else dtypes | v.dtypes
+            # an unknown kind with dtypes: "if a tensor, one of these" (_override_flow)
+            dtypes = None if dtypes is None or v.kind not in (TENSOR, UNKNOWN) or v.dtypes is None else dtypes | v.dtypes
             ranks = None if ranks is None or v.kind != TENSOR or v.ranks is None else ranks | v.ranks
         origin = frozenset().union(*(v.origin for v in values)) if values else frozenset()
         return cls(dtypes, ranks, lengths, labels, origin)
@@ -111,8 +112,8 @@ def possible_ops(var: dict, primary: tuple, inputs: Inputs, has_lists: bool, ext
         if neutral or not got or all(ops == primary for ops in got.values()):
             continue  # this dim changes nothing here
         bad[dim] = sorted((v for v, ops in got.items() if ops != primary), key=str)
-        if not known and bad[dim]:
-            unknown.append(dim)
+        if bad[dim] and (not known or any(ops == primary for ops in got.values())):
+            unknown.append(dim)  # shown only as a set that holds both (tanh of an unknown: float or complex)
         lists |= set(got.values())
     if not lists:
         lists = {primary}
@@ -210,3 +211,12 @@ def operator_possible(op_cls: str, inputs: Inputs) -> Optional[Possible]:
     if var is None:
         return None
     return possible_ops(var, tuple(var["ops"]), inputs, False)
+
+
+def facts_text(possible: Possible) -> str:
+    """What the source showed about the inputs, for the proof line."""
+    if not possible.differentiable:
+        return "; ".join(possible.facts) or "its inputs carry no gradient"
+    if len(possible.lists) == 1 and not possible.unknown and not possible.facts:
+        return "whatever the dtype and rank"
+    return ", ".join(possible.facts) or "the same op for every dtype and rank it accepts"

@@ -16,12 +16,14 @@ import libcst as cst
 
 from migrator import optable
 from migrator._plugins._override_args import op_changing_args, sole_plain_def
+from migrator._plugins._override_flow import value_at
 from migrator._plugins._override_model import Block, Candidate, Evidence, Refuse, Scope, code, is_literal
 from migrator._plugins._override_opproof import (
     Inputs,
     Possible,
     assumption_text,
     decide,
+    facts_text,
     function_possible,
     operator_possible,
 )
@@ -122,7 +124,7 @@ class OpScanner:
     def _operator(self, node, op_cls, operands, stmt, emap, block, found, scope) -> None:
         if "Pack" in emap and any(isinstance(o, (cst.List, cst.Tuple)) for o in operands):  # auto-packing
             raise Refuse("TFG108", "a list operand holding tensors is packed into a Pack op; wrap it by hand")
-        vals = [self.values.of(o, scope) for o in operands]
+        vals = [value_at(self.values, o, scope, block.node) for o in operands]
         labels = [code(o) for o in operands]
         sym = f"`{_SYMBOL.get(op_cls, op_cls)}`"
         label = f"{sym} on {_list(labels)}"
@@ -145,7 +147,7 @@ class OpScanner:
                            f"{label} makes a {verdict} op only if an operand is a tensor, "
                            "and the source does not show that (Python arithmetic makes no op)")
             vals = [Value(TENSOR) if v.kind == UNKNOWN else v for v in vals]
-        self.ev.prove(f"`{verdict}` made by {sym} ({_facts(possible)}; operator table)")
+        self.ev.prove(f"`{verdict}` made by {sym} ({facts_text(possible)}; operator table)")
         cand = Candidate(node, verdict, emap[verdict], [], [], None, stmt=stmt, block=block,
                          n_inputs=len(operands))
         names = ["x", "y"][: len(operands)]
@@ -231,9 +233,10 @@ class OpScanner:
             if isinstance(expr, (cst.List, cst.Tuple)) and any(i.endswith("[*]") for i in _all_inputs(info)):
                 if not any(isinstance(e, cst.StarredElement) for e in expr.elements):
                     lengths = frozenset({len(expr.elements)})
-                vals += [self.values.of(e.value, scope) for e in expr.elements if not isinstance(e, cst.StarredElement)]
+                vals += [value_at(self.values, e.value, scope, block.node) for e in expr.elements
+                         if not isinstance(e, cst.StarredElement)]
             else:
-                vals.append(self.values.of(expr, scope))
+                vals.append(value_at(self.values, expr, scope, block.node))
             labels.append(code(expr))
         has_lists = any(i.endswith("[*]") or "[" in i for i in _all_inputs(info))
         cast_target = None
@@ -252,7 +255,7 @@ class OpScanner:
         verdict = self._verdict(possible, emap, direct, label, labels)
         if verdict is None:
             return
-        self.ev.prove(f"`{verdict}` made by {label} ({_facts(possible)}; op table entry {name})")
+        self.ev.prove(f"`{verdict}` made by {label} ({facts_text(possible)}; op table entry {name})")
         self._candidate_from_call(call, name, info, verdict, stmt, emap, block, found, bound, scope)
 
     def _closed_world(self, vals, possible, possible_for, emap, direct: bool, label: str, scope=None) -> None:
@@ -289,10 +292,10 @@ class OpScanner:
         verdict = decide(possible, emap, direct)
         if verdict.kind == "none":
             if not possible.differentiable:
-                self.ev.prove(f"{label} makes no op a gradient flows through ({_facts(possible)})")
+                self.ev.prove(f"{label} makes no op a gradient flows through ({facts_text(possible)})")
             elif possible.lists != {possible.primary}:
                 made = sorted({" + ".join(ops) or "no op" for ops in possible.lists})
-                self.ev.prove(f"{label} makes {' or '.join(made)} here ({_facts(possible)}): no mapped type")
+                self.ev.prove(f"{label} makes {' or '.join(made)} here ({facts_text(possible)}): no mapped type")
             return None
         if verdict.kind == "inside":
             raise Refuse("TFG108", f"{label} creates {', '.join(sorted({t for ops in possible.lists for t in ops}))} "
@@ -487,14 +490,3 @@ def _body(node) -> list:
 
 def _list(labels: list[str]) -> str:
     return ", ".join(f"`{x}`" for x in labels)
-
-
-def _facts(possible: Possible) -> str:
-    if not possible.differentiable:
-        return "; ".join(possible.facts) or "its inputs carry no gradient"
-    if len(possible.lists) == 1 and not possible.unknown and not possible.facts:
-        return "whatever the dtype and rank"
-    return ", ".join(possible.facts) or "the same op for every dtype and rank it accepts"
-
-
-
