@@ -26,10 +26,25 @@ _PART_METHODS = frozenset({"setdefault", "get", "values", "items", "pop", "popit
 
 
 def shared_names(module: cst.Module) -> dict:
-    """Per function (``None``: module level), name -> the other names that may reach the same
+    """:func:`shared_names_in` for every function of ``module`` (key ``None``: module level)."""
+    out = {None: shared_names_in(module, None)}
+
+    class Defs(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            out[node] = shared_names_in(module, node)
+
+    module.visit(Defs())
+    return out
+
+
+def shared_names_in(module: cst.Module, fn) -> dict:
+    """In one function (``None``: module level), name -> the other names that may reach the same
     object, so that a change through one is a change of the others: ``alias = parts``,
     ``parts = bag["parts"]``, ``ps = [a]``, ``for p in layers``.  A nested def (or lambda
-    bound to a name) maps to the names of the function it uses: calling it may change them."""
+    bound to a name) maps to the names of the function it uses: calling it may change them.
+
+    Only ``fn``'s own statements are read (a nested def has its own table): the tape plugin
+    asks for the functions that hold sites, not every function of a large file."""
     out: dict = {None: {}}
 
     def roots(expr) -> set:
@@ -92,6 +107,8 @@ def shared_names(module: cst.Module) -> dict:
                 self._bind([node.asname.name], node.item)
 
         def visit_FunctionDef(self, node):
+            if node is not fn:
+                return False  # its own table
             own = {p.name.value for p in _lambda_params(node.params)}
             own |= {k.split(".")[0] for k in effects(node.body).writes}
             table: dict = {}
@@ -103,10 +120,11 @@ def shared_names(module: cst.Module) -> dict:
             self.stack.append(node)
 
         def leave_FunctionDef(self, node):
-            self.stack.pop()
+            if node is fn:
+                self.stack.pop()
 
-    module.visit(V())
-    return {k: {n: frozenset(v) for n, v in t.items()} for k, t in out.items()}
+    (module if fn is None else fn).visit(V())
+    return {n: frozenset(v) for n, v in out[fn].items()}
 
 
 #: methods that leave their object as it was (a method call elsewhere may change it)

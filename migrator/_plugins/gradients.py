@@ -33,7 +33,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from migrator import codes
 from migrator._plugins import Plugin, register
-from migrator._plugins._aliases import shared_names
+from migrator._plugins._aliases import shared_names, shared_names_in
 from migrator._plugins._dataflow import effects
 from migrator._plugins._grad_apply import Apply, Codegen, add_tf_import, remove_dead_imports
 from migrator._plugins._grad_callers import (
@@ -89,7 +89,7 @@ class GradientRewrite:
         self._project = None
         self._verdicts: dict = {}
         self._shared: Optional[dict] = None
-        self._shared_any: dict = {}
+        self._shared_any: Optional[dict] = None
 
     # -- driver -------------------------------------------------------------
     def run(self) -> cst.Module:
@@ -219,17 +219,20 @@ class GradientRewrite:
         """In the function holding ``node``: name -> the names that may reach the same object
         (``alias = parts``), or that a closure uses (``_aliases.shared_names``)."""
         if self._shared is None:
-            self._shared = shared_names(self.module)
-            self._shared_any = {}  # for a statement the planner made (a loop header): any function's
-            for table in self._shared.values():
-                for name, group in table.items():
-                    self._shared_any[name] = self._shared_any.get(name, frozenset()) | group
+            self._shared = {}
         if node not in self.parents:
+            if self._shared_any is None:  # a statement the planner made (a loop header): any function's
+                self._shared_any = {}
+                for table in shared_names(self.module).values():
+                    for name, group in table.items():
+                        self._shared_any[name] = self._shared_any.get(name, frozenset()) | group
             return self._shared_any
         cur = self.parents.get(node)
         while cur is not None and not isinstance(cur, cst.FunctionDef):
             cur = self.parents.get(cur)
-        return self._shared.get(cur, {})
+        if cur not in self._shared:
+            self._shared[cur] = shared_names_in(self.module, cur)
+        return self._shared[cur]
 
     def mutable_global(self, name: str) -> bool:
         """A module-level name bound to something code elsewhere may mutate in place (a list,
