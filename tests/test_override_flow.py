@@ -90,3 +90,34 @@ def test_a_set_that_holds_complex_is_an_assumption_under_unsafe_fixes():
     assert any("not complex64" in a for a in found[0].assumptions), found[0].assumptions
     src, out, found = sites("x = tf.tanh(x)\n")
     assert "with --unsafe-fixes it is migrated assuming `x` is not complex64" in found[0].reason
+
+
+@pytest.mark.parametrize("inner, status", [
+    ("x = tf.clip_by_value(x, -1.0, 1.0)\nreturn tf.sign(x)\n", MIGRATED),  # the BinaryNet spelling
+    ("m = x > t\nreturn tf.sign(x)\n", MIGRATED),
+    ("y = tf.sign(x)\nx = tf.clip_by_value(x, -1.0, 1.0)\nreturn y\n", MANUAL),  # the proof comes after the op
+    ("for _ in range(2):\n    x = tf.clip_by_value(x, -1.0, 1.0)\nreturn tf.sign(x)\n", MANUAL),  # a loop binds it
+    ("if t is None:\n    x = tf.clip_by_value(x, -1.0, 1.0)\nreturn tf.sign(x)\n", MANUAL),  # a branch off the path
+])
+def test_statements_inside_the_block_before_the_op(inner, status):
+    src = HEAD + "def f(x, t):\n" + textwrap.indent(
+        'with tf.get_default_graph().gradient_override_map({"Sign": "Identity"}):\n' + textwrap.indent(inner, "    "),
+        "    ")
+    out, found = migrate_text(src, path="m.py", options=Options())
+    assert [s.status for s in found if s.kind == "override_map"] == [status], [(s.code, s.reason) for s in found]
+    if status == MANUAL:
+        assert out == src
+
+
+def test_a_use_inside_if_and_with_bodies_sees_the_statements_before_it():
+    src = HEAD + textwrap.dedent("""\
+        def f(x, t, training):
+            m = tf.cast(x > t, tf.float32)
+            if training:
+                with tf.name_scope("q"):
+                    with tf.get_default_graph().gradient_override_map({"Sign": "Identity"}):
+                        return tf.sign(x) * m
+            return x
+        """)
+    out, found = migrate_text(src, path="m.py", options=Options())
+    assert [s.status for s in found if s.kind == "override_map"] == [MIGRATED]

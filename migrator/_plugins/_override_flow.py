@@ -10,13 +10,14 @@ expert reads at once in the binary-net idioms::
 
 Two facts, each only where the proof is plain:
 
-* **the binding in force**: when every binding of the name in the function
-  is a plain assignment that is a top-level statement of its body, the value
-  at a later top-level statement is the last such assignment before it (or
-  the parameter, when none is).  Anything else (a loop target, ``+=``, a
-  binding in a nested block or a closure) falls back to the join;
-* **not complex**: a top-level statement after that binding and before the
-  block that evaluates, unconditionally, an ordering comparison on the name
+* **the binding in force**: when the block sits in the function's body, or in
+  ``with`` and ``if`` bodies in it (no loop), and every binding of the name in
+  the function is a plain assignment standing in one of those statement lists,
+  the value is the last such assignment that runs before the block (or the
+  parameter, when none does).  Anything else (a loop target, ``+=``, a binding
+  in a branch off that path or in a closure) falls back to the join;
+* **not complex**: a simple statement after that binding that runs before the
+  block and evaluates, unconditionally, an ordering comparison on the name
   (``x > t``) or a TF call that refuses complex inputs (the variants table
   records it raising for complex64) on it, would have raised had the name held
   a complex tensor.  A non-tensor (a numpy array, a number) has no gradient
@@ -40,22 +41,19 @@ def value_at(values, expr: cst.BaseExpression, scope, at: cst.CSTNode) -> Value:
     joined = values.of(expr, scope)
     if not isinstance(expr, cst.Name) or scope.function is None or scope.binding_scope(expr.value) is not scope:
         return joined
-    body = scope.function.body.body
-    top = _top_statement(values.found, at, scope.function.body)
-    index = _index(body, top)
-    if index is None:
-        return joined
-    last = _binding_in_force(scope, expr.value, body, index)
+    path = _path(values.found, at, scope.function)
+    last = None if path is None else _binding_in_force(scope, expr.value, path)
     if last is None:
         return joined
-    where, value = last
-    if where < 0:
+    key, value = last
+    if value is None:
         base = values.param(scope, expr.value, 0) if expr.value in scope.params else UNKNOWN_VALUE
     else:
         base = values.of(value, scope)
     if base.kind == BOTTOM:
         return joined
-    if any(_proves_real(stmt, expr.value, values.col) for stmt in body[where + 1:index]):
+    between = [stmt for k, stmt in _before(path) if k > key]
+    if any(_proves_real(stmt, expr.value, values.col) for stmt in between):
         dtypes = _NOT_COMPLEX if base.dtypes is None else base.dtypes - {"complex64"}
         base = Value(base.kind, dtypes, base.ranks, base.origin, base.callers)
     return base
@@ -65,34 +63,56 @@ def _index(body, node) -> Optional[int]:
     return next((i for i, stmt in enumerate(body) if stmt is node), None)
 
 
-def _top_statement(found, node: cst.CSTNode, block: cst.BaseSuite) -> Optional[cst.CSTNode]:
-    while node is not None:
-        parent = found.parent(node)
-        if parent is block:
-            return node
-        node = parent
+def _path(found, node: cst.CSTNode, fn: cst.FunctionDef) -> Optional[list]:
+    """``[(statements, index)]`` from ``fn``'s body down to the statement holding ``node``: each
+    statement before an index runs before ``node`` does.  None when a loop (or anything but a
+    ``with`` or an ``if``) holds ``node`` inside ``fn``: a later statement may then run first."""
+    path = []
+    cur = node
+    while cur is not None:
+        parent = found.parent(cur)
+        if isinstance(parent, cst.IndentedBlock):
+            owner = found.parent(parent)
+            path.append((parent.body, _index(parent.body, cur)))
+            if owner is fn:
+                return list(reversed(path))
+            if isinstance(owner, cst.Else):
+                owner = found.parent(owner)
+            if not isinstance(owner, (cst.With, cst.If)):
+                return None
+        elif isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+            return None
+        cur = parent
     return None
 
 
-def _binding_in_force(scope, name: str, body, index: int) -> Optional[tuple]:
-    """(statement index, assigned value) of the binding in force at ``body[index]``; index -1: the parameter.
+def _before(path: list):
+    """((level, index), statement) for each statement that runs before the one the path leads to."""
+    for level, (body, index) in enumerate(path):
+        for i in range(index):
+            yield (level, i), body[i]
 
-    None when some binding is not a plain top-level assignment."""
+
+def _binding_in_force(scope, name: str, path: list) -> Optional[tuple]:
+    """((level, index), assigned value) of the binding in force where the path leads; value None:
+    the parameter.  None when some binding is not a plain assignment standing in the path's
+    statement lists (one in a loop, a branch off the path, a ``+=``, a closure)."""
     from migrator._plugins._override_values import _bound_count
 
     assigns = scope.assigns.get(name, [])
     if name in scope.globals or _bound_count(scope, name) != len(assigns):
         return None
-    where: list[tuple[int, cst.BaseExpression]] = []
+    before = []
     for stmt, value in assigns:
-        at = _index(body, stmt)
-        if at is None or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+        spot = next(((level, i) for level, (body, _) in enumerate(path) for i in [_index(body, stmt)]
+                     if i is not None), None)
+        if spot is None or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
             return None
-        where.append((at, value))
-    before = [w for w in where if w[0] < index]
+        if spot[1] < path[spot[0]][1]:
+            before.append((spot, value))  # a binding after the use on the path runs after it (no loop)
     if not before:
-        return (-1, None) if name in scope.params else None
-    return max(before, key=lambda w: w[0])
+        return ((-1, -1), None) if name in scope.params else None
+    return max(before, key=lambda b: b[0])
 
 
 def _proves_real(stmt: cst.CSTNode, name: str, col) -> bool:

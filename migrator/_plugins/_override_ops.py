@@ -124,7 +124,7 @@ class OpScanner:
     def _operator(self, node, op_cls, operands, stmt, emap, block, found, scope) -> None:
         if "Pack" in emap and any(isinstance(o, (cst.List, cst.Tuple)) for o in operands):  # auto-packing
             raise Refuse("TFG108", "a list operand holding tensors is packed into a Pack op; wrap it by hand")
-        vals = [value_at(self.values, o, scope, block.node) for o in operands]
+        vals = [value_at(self.values, o, scope, stmt) for o in operands]
         labels = [code(o) for o in operands]
         sym = f"`{_SYMBOL.get(op_cls, op_cls)}`"
         label = f"{sym} on {_list(labels)}"
@@ -233,10 +233,10 @@ class OpScanner:
             if isinstance(expr, (cst.List, cst.Tuple)) and any(i.endswith("[*]") for i in _all_inputs(info)):
                 if not any(isinstance(e, cst.StarredElement) for e in expr.elements):
                     lengths = frozenset({len(expr.elements)})
-                vals += [value_at(self.values, e.value, scope, block.node) for e in expr.elements
+                vals += [value_at(self.values, e.value, scope, stmt) for e in expr.elements
                          if not isinstance(e, cst.StarredElement)]
             else:
-                vals.append(value_at(self.values, expr, scope, block.node))
+                vals.append(value_at(self.values, expr, scope, stmt))
             labels.append(code(expr))
         has_lists = any(i.endswith("[*]") or "[" in i for i in _all_inputs(info))
         cast_target = None
