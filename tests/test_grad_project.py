@@ -5,6 +5,8 @@ import json
 import os
 import textwrap
 
+import pytest
+
 from migrator import runner
 from migrator.model import MANUAL, MIGRATED
 from migrator.notebook import migrate_notebook
@@ -362,3 +364,48 @@ def test_a_caller_passing_a_python_number_as_the_source_keeps_the_call(tmp_path)
         """)
     (site,) = run([lib])["lib.py"].sites
     assert (site.status, site.code) == (MANUAL, "TFG126"), site.reason
+
+
+
+@pytest.mark.parametrize("arg, imports", [
+    ("math.pi", "import math\n"),
+    ("2 * math.pi", "import math\n"),
+    ("float(n)", ""),
+    ("np.float32(2.0)", "import numpy as np\n"),
+    ("np.ones([2])", "import numpy as np\n"),
+    ("-numpy.e", "import numpy\n"),
+])
+def test_python_and_numpy_values_from_a_caller_in_other_spellings_keep_the_call(tmp_path, arg, imports):
+    """Found by an adversarial run: each of these reached tape.watch, which raises for them."""
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "lib.py", "import tensorflow as tf\n" + imports + textwrap.dedent(f"""\
+
+
+        def f(x):
+            y = tf.constant([1.0, 2.0]) * x
+            return tf.gradients(y, x)
+
+
+        def probe(n):
+            return f({arg})
+        """))
+    (site,) = run([lib])["lib.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG126"), site.reason
+
+
+@pytest.mark.parametrize("arg", ["tf.constant(2.0)", "float_tensor", "self.x", "np_helper()"])
+def test_tensors_and_unknowns_from_a_caller_still_migrate(tmp_path, arg):
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "lib.py", "import numpy as np\nimport tensorflow as tf\n" + textwrap.dedent(f"""\
+
+
+        def f(x):
+            y = tf.constant([1.0, 2.0]) * x
+            return tf.gradients(y, x)
+
+
+        def probe(float_tensor, self, np_helper):
+            return f({arg})
+        """))
+    (site,) = run([lib])["lib.py"].sites
+    assert site.status == MIGRATED, (site.code, site.reason)

@@ -866,9 +866,13 @@ def test_a_source_list_changed_through_an_alias_after_the_watch_is_refused():
     ("    y = x * x\n    gys = [None]\n    return tf.gradients([y], [x], grad_ys=gys)[0]\n", "TFG128"),
     ("    y = x * x\n    gy = None\n    return tf.gradients([y], [x], grad_ys=[gy])[0]\n", "TFG128"),
     ("    s = SCALE\n    y = x * s\n    return tf.gradients(y, s)[0]\n", "TFG126"),
+    ("    s = 2 * math.pi\n    y = x * s\n    return tf.gradients(y, s)[0]\n", "TFG126"),
+    ("    s = float(3)\n    y = x * s\n    return tf.gradients(y, s)[0]\n", "TFG126"),
+    ("    s = np.e\n    y = x * s\n    return tf.gradients(y, s)[0]\n", "TFG126"),
 ])
 def test_tape_refusals_found_by_an_adversarial_run(body, code):
-    src = "import tensorflow as tf\n\nSCALE = 3.0\n\n\ndef f(w=None):\n    x = tf.constant([0.5, 1.0])\n" + body
+    src = ("import math\n\nimport numpy as np\nimport tensorflow as tf\n\nSCALE = 3.0\n\n\ndef f(w=None):\n"
+           "    x = tf.constant([0.5, 1.0])\n" + body)
     out, sites = migrate(src)
     mine = [s for s in sites if s.code == code]
     assert mine and mine[0].status == MANUAL, [(s.code, s.reason) for s in sites]

@@ -235,7 +235,7 @@ def source_structure(project: Project, path: str, func: str, sig: Signature, par
         if isinstance(expr, ast.Name) and module is not None:
             vals = _bindings(site.scope if site.scope is not None else module, expr.id) or _bindings(module, expr.id)
             expr = vals[0] if len(vals) == 1 else None
-        if _python_number(expr):
+        if _python_number(expr) or module is not None and _numeric_module_value(expr, module):
             kinds.add("python")  # `f(3.0)`: TF1 differentiated a new constant; tape.watch(3.0) raises
         elif isinstance(expr, (ast.List, ast.Tuple)):
             kinds.add("list")
@@ -252,7 +252,49 @@ def source_structure(project: Project, path: str, func: str, sig: Signature, par
 def _python_number(expr: Optional[ast.AST]) -> bool:
     if isinstance(expr, ast.UnaryOp):
         expr = expr.operand
+    if isinstance(expr, ast.BinOp):  # `2 * 3.0`
+        return _python_number(expr.left) and _python_number(expr.right)
     return isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+
+
+#: builtins that make a Python number from anything (unless the module rebinds the name)
+_NUMBER_BUILTINS = frozenset({"float", "int", "round", "abs", "len", "sum", "min", "max"})
+
+
+def _numeric_module_value(expr: Optional[ast.AST], module: ast.Module) -> bool:
+    """``math.pi``, ``float(n)``, ``np.float32(2.0)``, ``np.ones(3)``, or arithmetic of those with
+    numbers: a Python or numpy value, which ``tape.watch`` refuses (TF1 differentiated a new
+    constant made from it: None)."""
+    if isinstance(expr, ast.UnaryOp):
+        return _numeric_module_value(expr.operand, module)
+    if isinstance(expr, ast.BinOp):
+        return all(_python_number(e) or _numeric_module_value(e, module) for e in (expr.left, expr.right))
+    root = expr.func if isinstance(expr, ast.Call) else expr
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    if isinstance(expr, ast.Call) and expr.func is root:
+        return root.id in _NUMBER_BUILTINS and not _binds(module, root.id)
+    if isinstance(expr, (ast.Call, ast.Attribute)):
+        return _imported_module(module, root.id) in ("numpy", "math")
+    return False
+
+
+def _binds(module: ast.Module, name: str) -> bool:
+    return any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name or
+               isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) or
+               isinstance(n, ast.alias) and (n.asname or n.name) == name for n in ast.walk(module))
+
+
+def _imported_module(module: ast.Module, name: str) -> Optional[str]:
+    """The module a top-level ``import m`` / ``import m as name`` binds to ``name``, if one does."""
+    for node in module.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if (a.asname or a.name.split(".")[0]) == name:
+                    return a.name if a.asname else a.name.split(".")[0]
+    return None
 
 
 def callers_under_override(project: Project, path: str, func: str) -> Optional[str]:

@@ -9,7 +9,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import effects, touches
 from migrator._plugins._grad_find import TRAINABLE, Call, Refuse, Source, chain_items
-from migrator._plugins._grad_values import is_fresh, value_kind
+from migrator._plugins._grad_values import _qnames, is_fresh, value_kind
 from migrator.tfnames import dotted
 
 
@@ -282,8 +282,15 @@ def _python_value(value: cst.BaseExpression, an, hops: int = 0) -> bool:
         return bool(vals) and all(v is not None and _python_value(v, an, hops + 1) for v in vals)
     if isinstance(value, cst.UnaryOperation):
         return _python_value(value.expression, an)
+    if isinstance(value, cst.BinaryOperation):  # `2 * math.pi`
+        return _python_value(value.left, an, hops) and _python_value(value.right, an, hops)
     if isinstance(value, (cst.List, cst.Tuple)):
         return bool(value.elements) and all(_python_value(el.value, an) for el in value.elements)
     if isinstance(value, cst.Call):
+        if isinstance(value.func, cst.Name) and value.func.value in ("float", "int", "round", "abs", "len", "sum"):
+            return an.call_kind(value) == "builtin" or any(
+                q == f"builtins.{value.func.value}" for q in _qnames(value.func, an.qn))
         return an.call_kind(value) == "numpy"
+    if isinstance(value, cst.Attribute):  # math.pi, np.e
+        return any(q.split(".")[0] in ("math", "numpy") for q in _qnames(value, an.qn))
     return False
