@@ -633,3 +633,25 @@ def test_the_graph_of_an_enclosing_session_is_the_default_graph():
                 with sess.graph.gradient_override_map({"Round": "Identity"}):
                     return tf.round(x)
         """, "TFG116")
+
+
+def test_a_block_refused_while_its_wrapper_is_written_keeps_its_registration():
+    """Found by an adversarial run: the refusal came after the plan had removed the registration."""
+    src = textwrap.dedent('''\
+        import tensorflow as tf
+
+
+        @tf.RegisterGradient("MaxScaled")
+        def _max_scaled(op, grad):
+            a, b = op.inputs
+            return tf.reduce_sum(grad * a), grad * b * 3.0
+
+
+        def f(x):
+            t = tf.identity(x)
+            with tf.get_default_graph().gradient_override_map({"Maximum": "MaxScaled"}):
+                return tf.maximum(0.25, t)
+        ''')
+    out, sites = migrate_text(src, path="m.py", options=Options())
+    assert out == src
+    assert [(s.kind, s.status) for s in sites] == [("override_map", MANUAL)], [(s.code, s.reason) for s in sites]

@@ -27,7 +27,11 @@ from migrator.tfnames import dotted
 
 _EAGER_METHODS = {"set_shape": "checks the shape against the real one when it runs eagerly",
                   "eval": "needs a session", "run": "needs a session"}
-_EAGER_ATTRS = {"graph", "op"}
+#: tensor attributes that only graph tensors have (eager raises) or that name the graph around the op,
+#: which under custom_gradient is the wrapper's IdentityN (``consumers()``, found by an adversarial run)
+_EAGER_ATTRS = {"graph", "op", "consumers", "value_index", "device", "name"}
+#: TF calls that ask how the code runs: TF1 ran the gradient function while building the graph
+_MODE_CALLS = {"executing_eagerly", "inside_function", "executing_eagerly_outside_functions"}
 #: TF1 keywords and their TF2 names, per function (``reduce`` stands for every ``reduce_*``)
 _V1_KEYWORDS = {"reduce": {"keep_dims": "keepdims", "reduction_indices": "axis"},
                 "squeeze": {"squeeze_dims": "axis"}, "moments": {"keep_dims": "keepdims"},
@@ -177,8 +181,10 @@ class _Convert(cst.CSTTransformer):
         return True
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        dtype_name = original.attr.value == "name" and isinstance(original.value, cst.Attribute) and \
+            original.value.attr.value == "dtype"  # `x.dtype.name` is "float32" in both
         if original.attr.value in _EAGER_ATTRS and self.b.status(original.value) is None \
-                and not _is_op_param(original.value, self.fn):
+                and not _is_op_param(original.value, self.fn) and not dtype_name:
             raise Refuse("TFG117", f"the gradient function reads `{code(original)}`, which has no meaning "
                                    "when it runs eagerly; migrate by hand")
         st = self.b.status(original)
@@ -215,7 +221,15 @@ class _Convert(cst.CSTTransformer):
         if isinstance(f, cst.Attribute) and f.attr.value in _EAGER_METHODS and self.b.status(f) is None:
             raise Refuse("TFG117", f"the gradient function calls `.{f.attr.value}()`, which "
                                    f"{_EAGER_METHODS[f.attr.value]}; migrate by hand")
+        if isinstance(f, cst.Name) and f.value in ("hasattr", "getattr") and len(original.args) > 1 and \
+                isinstance(original.args[1].value, cst.SimpleString) and \
+                original.args[1].value.evaluated_value in _EAGER_ATTRS:
+            raise Refuse("TFG117", f"the gradient function asks `{code(original)}`, which differs between a graph "
+                                   "tensor (TF1) and an eager one (TF2); migrate by hand")
         name = self.b.col.tf(original)
+        if name is not None and name.rsplit(".", 1)[-1] in _MODE_CALLS:
+            raise Refuse("TFG117", f"the gradient function asks `{code(original)}`: TF1 ran it while building "
+                                   "the graph, TF2 runs it eagerly (or while tracing); migrate by hand")
         if name == "tensorflow.py_func":
             new, one = self._py_func(original, updated)
             return cst.List([cst.Element(new)]) if one else new

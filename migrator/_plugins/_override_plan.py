@@ -55,11 +55,29 @@ class Planner:
 
 
 def build_plan(p: Planner) -> OverridePlan:
-    col, plan = p.col, p.plan
+    forced: dict[Block, Refuse] = {}
+    while True:
+        late = _build(p, forced)
+        if not late:
+            break
+        # a block refused while its wrapper was written: plan again from scratch with it refused,
+        # so that its registrations stay (found by an adversarial run: one was removed)
+        forced.update(late)
+        p = Planner(p.found, p.ctx)
+    p.ctx.sites.extend(sorted(p.sites, key=lambda s: (s.line, s.col)))
+    return p.plan
+
+
+def _build(p: Planner, forced: dict) -> dict:
+    """Fill ``p.plan`` and ``p.sites``; the blocks refused only by ``plan_block`` (then nothing is kept)."""
+    col = p.col
     top = [b for b in col.blocks if b.stmt_parent is None]
     results: dict[Block, BlockResult] = {}
     refused: dict[Block, Refuse] = {}
     for b in top:
+        if b in forced:
+            refused[b] = forced[b]
+            continue
         try:
             results[b] = analyse_block(p.prover, p.scanner, p.regs, b, p.unsafe)
         except Refuse as e:
@@ -96,15 +114,17 @@ def build_plan(p: Planner) -> OverridePlan:
             del results[b]
             changed = True
     wrappers: dict[tuple, str] = {}
+    late: dict[Block, Refuse] = {}
     for b, res in results.items():
         try:
             plan_block(p, b, res, helpers, wrappers)
-        except Refuse as e:  # pragma: no cover - plan_block refuses before changing the plan
-            refused[b] = e
+        except Refuse as e:
+            late[b] = e
+    if late:
+        return late
     _plan_registrations(p, results, helpers, regs_by_id, reg_evidence)
     _report_refusals(p, refused)
-    p.ctx.sites.extend(sorted(p.sites, key=lambda s: (s.line, s.col)))
-    return plan
+    return {}
 
 
 def _kept_registrations(p: Planner, refused: dict) -> set:

@@ -1,0 +1,65 @@
+"""Gradient bodies that read graph-only facts refuse (TFG117); found by an adversarial run.
+
+Under tf.custom_gradient the body runs eagerly in TF2, or while tracing, where the
+forward op is the wrapper's IdentityN: ``op.outputs[0].consumers()`` counted other
+ops (silently wrong inside tf.function), ``.name`` / ``.value_index`` raise eagerly,
+and ``tf.executing_eagerly()`` answers differently.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from migrator.model import MANUAL, MIGRATED
+from migrator.pipeline import Options, migrate_text
+
+TEMPLATE = '''\
+import tensorflow as tf
+
+
+@tf.RegisterGradient("G")
+def _g(op, grad):
+    return {body}
+
+
+def f(x):
+    with tf.get_default_graph().gradient_override_map({{"Identity": "G"}}):
+        return tf.identity(x)
+'''
+
+
+def outcome(body: str):
+    src = TEMPLATE.format(body=body)
+    out, sites = migrate_text(src, path="m.py", options=Options())
+    (site,) = [s for s in sites if s.kind == "override_map"]
+    return src, out, site
+
+
+@pytest.mark.parametrize("body", [
+    "grad * float(len(op.outputs[0].consumers()))",
+    "tf.identity(grad * 2.0, name=op.inputs[0].name.split(':')[0] + '_grad')",
+    "grad * float(op.outputs[0].value_index + 2)",
+    "grad * (3.0 if tf.executing_eagerly() else 2.0)",
+    "grad * (3.0 if tf.inside_function() else 2.0)",
+    "grad * (2.0 if hasattr(op.outputs[0], 'op') else 3.0)",
+    "grad * (2.0 if getattr(grad, 'graph', None) is not None else 3.0)",
+    "tf.identity(grad, name=grad.name.split(':')[0])",
+    "grad if op.inputs[0].device == '' else 2.0 * grad",
+])
+def test_graph_only_reads_refuse(body):
+    src, out, site = outcome(body)
+    assert out == src
+    assert (site.status, site.code) == (MANUAL, "TFG117"), site.reason
+
+
+@pytest.mark.parametrize("body", [
+    "grad * 2.0",
+    "tf.cast(grad, op.inputs[0].dtype)",
+    "grad if op.inputs[0].dtype.name == 'float32' else 2.0 * grad",  # a dtype's name is the same in both
+    "tf.reshape(grad, tf.shape(op.inputs[0]))",
+])
+def test_eager_safe_reads_still_migrate(body):
+    src, out, site = outcome(body)
+    assert site.status == MIGRATED, (site.code, site.reason)
+    assert "custom_gradient" in out
