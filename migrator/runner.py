@@ -202,10 +202,12 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
     if len(first) + len(rest) > len(index.quiet_paths):  # some file may hold a gradient call
         index.gradients_patches = Project(index.root, index.sources).gradients_patches()
     with _Workers(index, run_opts, len(first) + len(rest)) as workers:  # one pool for both halves
+        select = run_opts.options.select
+        skipped = select is not None and "overrides" not in select  # --select gradients: maps stay
         for res in workers.map(first, progress):
             results[res.path] = res
             # an acknowledged (ignored) override is still not migrated: it still governs gradients
-            if res.error or any(s.kind in OVERRIDE_KINDS and not s.migrated for s in res.sites):
+            if skipped or res.error or any(s.kind in OVERRIDE_KINDS and not s.migrated for s in res.sites):
                 index.unmigrated_override_modules |= module_names_for(res.path)
         for res in workers.map(rest, progress, unmigrated=frozenset(index.unmigrated_override_modules)):
             results[res.path] = res

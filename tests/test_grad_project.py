@@ -409,3 +409,40 @@ def test_tensors_and_unknowns_from_a_caller_still_migrate(tmp_path, arg):
         """))
     (site,) = run([lib])["lib.py"].sites
     assert site.status == MIGRATED, (site.code, site.reason)
+
+
+def test_select_gradients_alone_keeps_tapes_away_from_override_maps(tmp_path):
+    """Found by an adversarial run: with the overrides rule not selected, its maps stay, and a tape
+    would silently ignore them (a straight-through gradient became sign()'s zero gradient)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "quant.py", """\
+        import tensorflow as tf
+
+
+        def binary(x):
+            with tf.get_default_graph().gradient_override_map({"Sign": "Identity"}):
+                return tf.sign(x)
+        """)
+    here = write(tmp_path, "here.py", """\
+        import tensorflow as tf
+
+
+        def f(x):
+            with tf.get_default_graph().gradient_override_map({"Sign": "Identity"}):
+                y = tf.sign(x)
+            return tf.gradients(y, x)
+        """)
+    user = write(tmp_path, "user.py", """\
+        import tensorflow as tf
+
+        import quant
+
+
+        def g(x):
+            y = quant.binary(x)
+            return tf.gradients(y, x)
+        """)
+    opts = runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options(select=frozenset({"gradients"})))
+    res = {os.path.basename(r.path): r for r in runner.run([lib, here, user], opts).results}
+    assert [(s.status, s.code) for s in res["here.py"].sites] == [(MANUAL, "TFG122")]
+    assert [(s.status, s.code) for s in res["user.py"].sites] == [(MANUAL, "TFG122")]

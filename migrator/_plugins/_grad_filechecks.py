@@ -37,6 +37,10 @@ def grad_file_refusal(an) -> Optional[Refuse]:
     if an.ctx.facts.get("manual_overrides"):
         return Refuse("TFG122", "an override map in this file was left for manual migration and a tape "
                                 "would ignore it; migrate the override first, then re-run")
+    select = an.ctx.options.select
+    if select is not None and "overrides" not in select and "gradient_override_map" in an.ctx.source:
+        return Refuse("TFG122", "this file enters gradient_override_map and the overrides rule was not selected "
+                                "(--select); a tape would ignore the override: select both rules")
     bad = imported_modules(an.ctx.source) & set(an.ctx.index.unmigrated_override_modules)
     if bad:
         return Refuse("TFG122", f"this file imports `{sorted(bad)[0]}`, whose override map was left for "
