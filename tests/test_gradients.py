@@ -869,6 +869,16 @@ def test_a_source_list_changed_through_an_alias_after_the_watch_is_refused():
     ("    s = 2 * math.pi\n    y = x * s\n    return tf.gradients(y, s)[0]\n", "TFG126"),
     ("    s = float(3)\n    y = x * s\n    return tf.gradients(y, s)[0]\n", "TFG126"),
     ("    s = np.e\n    y = x * s\n    return tf.gradients(y, s)[0]\n", "TFG126"),
+    # a hoisted target runs ahead of what the statement evaluated before the call (round six)
+    ("    it = iter([1.0, 2.0])\n    return next(it), tf.gradients(x * next(it), x)[0]\n", "TFG128"),
+    ("    log = []\n    return max(log.append(1) or 1, 2), tf.gradients(x * 2.0, x)\n", "TFG128"),
+    ("    ws = [w]\n    return {ws.pop(): tf.gradients(x * 3.0, x)}\n", "TFG128"),
+    ("    if w is None:\n        return x\n    elif tf.gradients(x * w, x)[0] is None:\n        return w\n"
+     "    return x\n", "TFG128"),
+    ("    assert w is not None, tf.gradients(x * 2.0, x)\n    return x\n", "TFG128"),
+    # grad_ys holding a Python list: TF1 made one tensor of it, a tape flattens it into numbers
+    ("    y = x * x\n    return tf.gradients(y, x, grad_ys=[[2.0, 3.0]])[0]\n", "TFG128"),
+    ("    y = x * x\n    return tf.gradients(y, x, grad_ys=([2.0, 3.0],))[0]\n", "TFG128"),
 ])
 def test_tape_refusals_found_by_an_adversarial_run(body, code):
     src = ("import math\n\nimport numpy as np\nimport tensorflow as tf\n\nSCALE = 3.0\n\n\ndef f(w=None):\n"
@@ -889,3 +899,38 @@ def test_a_default_built_from_the_sources_default_is_not_independent(tmp_path):
     (res,) = runner.run([str(path)], runner.RunOptions(jobs=1)).results
     (site,) = res.sites
     assert site.status == MANUAL and "`X`" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("body", [
+    "    loss = tf.reduce_sum(x)\n    return loss, tf.gradients(x * 2.0, x)[0]\n",  # a name before the call
+    "    return list(zip(tf.gradients(x * 2.0, x), [x]))\n",  # pure builtins around it
+    "    with tf.name_scope('g'):\n        return tf.gradients(x * 2.0, x)[0]\n",  # hoisted inside the with
+    "    y = x * x\n    return tf.gradients(y, x, grad_ys=[tf.constant([2.0, 3.0])])[0]\n",
+])
+def test_hoisting_after_pure_code_still_migrates(body):
+    src = "import tensorflow as tf\n\n\ndef f(w=None):\n    x = tf.constant([0.5, 1.0])\n" + body
+    out, sites = migrate(src)
+    assert [s.status for s in sites] == [MIGRATED], [(s.code, s.reason) for s in sites]
+
+
+BJAC = "import tensorflow as tf\nfrom tensorflow.python.ops.parallel_for.gradients import batch_jacobian\n\n\n"
+
+
+@pytest.mark.parametrize("body, code", [
+    ("    z = tf.constant([[1.0, 2.0]])\n    y = z * 2.0\n    return batch_jacobian(y, x)\n", "TFG126"),
+    ("    y = tf.stop_gradient(x) * 3.0\n    return batch_jacobian(y, x)\n", "TFG128"),
+    ("    y = tf.cast(tf.cast(x, tf.int32), tf.float32)\n    return batch_jacobian(y, x)\n", "TFG128"),
+    ("    y = x * 3.0\n    bj = batch_jacobian(y, x)\n    if bj is None:\n        bj = tf.zeros([1, 2, 2])\n"
+     "    return bj\n", "TFG128"),
+])
+def test_batch_jacobian_that_may_be_unconnected_refuses(body, code):
+    """TF1's batch_jacobian gave None for an unconnected input; GradientTape.batch_jacobian gives zeros."""
+    src = BJAC + "def f():\n    x = tf.constant([[0.5, 1.5]])\n" + body
+    out, sites = migrate(src)
+    assert out == src and [(s.status, s.code) for s in sites] == [(MANUAL, code)], [(s.code, s.reason) for s in sites]
+
+
+def test_connected_batch_jacobian_still_migrates():
+    src = BJAC + "def f():\n    x = tf.constant([[0.5, 1.5]])\n    y = x * x\n    return batch_jacobian(y, x)\n"
+    out, sites = migrate(src)
+    assert [s.status for s in sites] == [MIGRATED] and "tape.batch_jacobian" in out

@@ -2,8 +2,8 @@
 
 A call's *form* is checked here: its arguments map onto the TF1 signature, and
 it stands where a ``with`` block can be opened before it (not in a lambda, a
-comprehension, a while test, or another gradient call).  Everything about what
-the call *computes* is proved in ``_grad_proof``.
+comprehension, a while test, another gradient call, or where hoisting its targets
+reorders the statement: ``_grad_order``).  What the call *computes* is proved in ``_grad_proof``.
 """
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
+from migrator._plugins._grad_order import none_tested, order_problem
+from migrator._plugins._grad_values import nested_python_list
 from migrator.tfnames import LazyQualifiedNameProvider, dotted, normalize, tf_name
 
 GRADIENTS = "tensorflow.gradients"
@@ -28,6 +30,7 @@ KERAS_GRADIENTS = {"keras.backend.gradients", "tensorflow.keras.backend.gradient
                    "tensorflow.python.keras.backend.gradients", "keras.src.backend.gradients"}
 
 #: (positional order, arguments that carry over, arguments dropped with a note)
+_PFOR_KEEP = {"use_pfor": "experimental_use_pfor", "parallel_iterations": "parallel_iterations"}
 SIGNATURES = {
     "grad": (
         ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops", "gate_gradients",
@@ -40,16 +43,8 @@ SIGNATURES = {
         {},
         {"name", "colocate_gradients_with_ops", "gate_gradients", "aggregation_method"},
     ),
-    "jac": (
-        ["output", "inputs", "use_pfor", "parallel_iterations"],
-        {"use_pfor": "experimental_use_pfor", "parallel_iterations": "parallel_iterations"},
-        set(),
-    ),
-    "bjac": (
-        ["output", "inp", "use_pfor", "parallel_iterations"],
-        {"use_pfor": "experimental_use_pfor", "parallel_iterations": "parallel_iterations"},
-        set(),
-    ),
+    "jac": (["output", "inputs", "use_pfor", "parallel_iterations"], dict(_PFOR_KEEP), set()),
+    "bjac": (["output", "inp", "use_pfor", "parallel_iterations"], dict(_PFOR_KEEP), set()),
 }
 
 #: functions whose function arguments run in graph-only control flow
@@ -63,8 +58,7 @@ TRAINABLE = "<trainable variables>"  # pseudo key: the sources are every trainab
 class Refuse(Exception):
     def __init__(self, code: str, reason: str):
         super().__init__(reason)
-        self.code = code
-        self.reason = reason
+        self.code, self.reason = code, reason
 
 
 @dataclass
@@ -352,6 +346,9 @@ def parse_args(c: Call, code_for_node) -> None:
                                    "also sources), then use a tape")
         elif k in keep:
             c.kwargs[keep[k]] = v
+            if k == "grad_ys" and nested_python_list(v):
+                raise Refuse("TFG128", "grad_ys holds a Python list, which TF1 made one tensor and a tape flattens "
+                                       "into numbers; wrap each element in tf.constant(...) first")
             if k == "grad_ys":
                 c.notes.append("grad_ys became output_gradients")
             if k == "use_pfor" and not (isinstance(v, cst.Name) and v.value == "True"):
@@ -361,8 +358,7 @@ def parse_args(c: Call, code_for_node) -> None:
     if c.kind == "hess":
         items = chain_items(c.xs)
         if items is None or len(items) != 1:
-            raise Refuse("TFG128", "tf.hessians with several sources: write one nested-tape jacobian per "
-                                   "source by hand")
+            raise Refuse("TFG128", "tf.hessians with several sources: write one nested-tape jacobian per source by hand")
     if c.kind in ("jac", "bjac") and chain_items(c.xs) is None:
         raise Refuse("TFG124", "the sources are not plain names or attributes: bind them to names before the call")
 
@@ -386,6 +382,9 @@ def check_context(c: Call, parents, find: Find) -> None:
     if c.kind in ("grad", "hess") and is_index0(node, parent):
         c.index0 = True
         c.replace = parent
+    if c.kind == "bjac" and none_tested(node, parents):  # TF1 gave None where the tape gives zeros
+        raise Refuse("TFG128", "the result is tested against None: TF1 gave None for an unconnected input, "
+                               "GradientTape.batch_jacobian gives zeros; test the values instead")
     call_ids = {id(n) for n, _ in find.calls}
     child = node
     cur = parent
@@ -396,9 +395,8 @@ def check_context(c: Call, parents, find: Find) -> None:
             continue
         if isinstance(cur, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
             if id(cur) in find.graph_fn_nodes:
-                raise Refuse("TFG121", "the call is inside a function passed to tf.while_loop/tf.cond, which "
-                                       "runs in graph-only control flow; keep it in graph mode "
-                                       "(tf.function) or restructure it around a tape")
+                raise Refuse("TFG121", "the call is inside a function passed to tf.while_loop/tf.cond, which runs in "
+                                       "graph-only control flow; keep it in graph mode (tf.function) or use a tape")
             raise Refuse("TFG128", "the call is inside a lambda or comprehension; bind its result "
                                    "to a name in a statement first")
         if isinstance(cur, cst.While) and child is cur.test:
@@ -409,6 +407,9 @@ def check_context(c: Call, parents, find: Find) -> None:
                                    "an expression; bind them in an if statement first")
         if isinstance(cur, cst.SimpleStatementSuite):
             raise Refuse("TFG128", "the call is on the same line as its `if`/`for`; put it on its own line")
+        why = order_problem(cur, child, parents.get(cur)) if chain_items(c.ys) is None else None
+        if why:  # the targets are hoisted ahead of the statement (_grad_order)
+            raise Refuse("TFG128", f"{why}; bind the targets to a name on a line of their own first")
         if isinstance(cur, cst.FunctionDef):
             if id(cur) in find.registered_defs or cur.name.value in find.graph_fn_names:
                 raise Refuse("TFG121", f"the call is inside `{cur.name.value}`, a registered gradient "

@@ -37,6 +37,9 @@ from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
 from migrator.tfnames import dotted
 
+#: TF functions whose ops pass no gradient (or none for integer dtypes)
+_CUTS = frozenset({"stop_gradient", "cast", "to_int32", "to_int64", "saturate_cast", "round", "floor", "ceil", "sign",
+                   "argmax", "argmin", "py_func", "numpy_function", "py_function", "equal", "greater", "less"})
 
 
 @dataclass
@@ -127,6 +130,14 @@ class Prover(WatchProof):
         self._watches(c, sources, s, e, k, fresh)
         self._grad_ys(c)
         c.sources = sources
+        if c.kind == "bjac" and not (touches(set(c.ys_keys), self.keys) or
+                                     any(touches(self.flat[i].fx.reads, self.keys) for i in S)):
+            raise Refuse("TFG126", "the targets do not read the sources in this block: TF1's batch_jacobian gave "
+                                   "None there, GradientTape.batch_jacobian gives zeros; check the call")
+        cut = self._gradient_cut(S) if c.kind == "bjac" else None
+        if cut:
+            raise Refuse("TFG128", f"`{cut}` on the way from the sources may cut the gradient: TF1's batch_jacobian "
+                                   "then gave None, GradientTape.batch_jacobian gives zeros; check the call")
         if all_fresh:
             made = ", ".join(f"`{sk}` (line {self.line(fresh[sk])})" for sk in sorted(fresh))
             c.proof.insert(0, f"sources made by a TF op on this block's lines, so no earlier code used them: {made}")
@@ -175,6 +186,18 @@ class Prover(WatchProof):
             raise Refuse("TFG126", f"`{', '.join(sorted(c.ys_keys))}` is computed from literals only in this block, "
                                    "so no source can reach it; check the call")
         return S
+
+    def _gradient_cut(self, S: list) -> Optional[str]:
+        """A call in the slice whose op passes no gradient (or may not): stop_gradient, integer casts..."""
+        for i in S:
+            node = self.flat[i].orig if self.flat[i].orig is not None else (self.flat[i].hoist or (None, None))[1]
+            for call in (self.an.calls_in(node) if node is not None else []):
+                name = self.an.tf_name(call)
+                if name is None and self.an.call_kind(call) == "project":
+                    return self._code(call.func)
+                if name is not None and name.rsplit(".", 1)[-1] in _CUTS:
+                    return self._code(call.func)
+        return None
 
     def _outside_ys_reason(self, name: str, read_at: Optional[int] = None) -> str:
         """Why the targets come from outside the block, and where to open the tape instead."""

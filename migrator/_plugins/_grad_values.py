@@ -373,3 +373,12 @@ def local_module_names(path: str, root) -> frozenset:
         if d and os.path.isdir(d):
             out |= {os.path.splitext(n)[0] for n in os.listdir(d)}
     return frozenset(out)
+
+
+def nested_python_list(value: cst.BaseExpression) -> bool:
+    """``[[1.0, 2.0, 3.0]]``: a display holding a display.  TF1 made one tensor of each element of
+    grad_ys; ``tape.gradient`` flattens ``output_gradients`` into numbers (found by an adversarial run:
+    the cotangent became its first element, silently)."""
+    return isinstance(value, (cst.List, cst.Tuple)) and any(
+        isinstance(el.value, (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.GeneratorExp))
+        for el in value.elements)
