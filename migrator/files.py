@@ -370,3 +370,24 @@ def write_source(src: Source, text: str) -> None:
         if isinstance(e, OSError):
             raise FileError(f"not written: {e.strerror or e}") from None
         raise
+
+
+def python_script(path: str) -> bool:
+    """An extensionless file that starts with a Python shebang (``bin/train``)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def raw_holds(path: str, needle: bytes, limit: int = 64 * 1024 * 1024) -> bool:
+    """The file's bytes hold ``needle`` (a file too big to search counts as holding it)."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > limit:
+            return os.path.isfile(path)  # too big even to search: it may hold it
+        with open(path, "rb") as fh:
+            return needle in fh.read()
+    except OSError:
+        return False

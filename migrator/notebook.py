@@ -188,6 +188,12 @@ def _unmask(code: str, cell: Cell) -> Optional[str]:
             return None  # the rewrite changed a masked line
     if seen != set(cell.masks):
         return None  # the rewrite dropped one
+    first = old_lines[0].strip() if old_lines else ""
+    if first in cell.masks and cell.masks[first].startswith("%%"):
+        # a cell magic must stay the cell's first line: what the rewrite put above it (an import)
+        # goes below it, where it runs under the magic as the rest of the cell does
+        at = next(n for n, ln in enumerate(lines) if ln.strip() == cell.masks[first])
+        lines.insert(0, lines.pop(at))
     return "".join(lines)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from migrator.astwalk import hit_lines
-from migrator.files import DEFAULT_EXCLUDES, FileError
+from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds
 from migrator.notebook import notebook_code
 from migrator.patches import GRAPH_GRADIENT_MAPS, gradients_patch_nodes, registry_use_lines, word_lines
 
@@ -93,7 +93,8 @@ class Project:
             if self.root is not None:
                 for dirpath, dirnames, filenames in os.walk(self.root):
                     dirnames[:] = sorted(d for d in dirnames if d not in DEFAULT_EXCLUDES and not d.startswith("."))
-                    out += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith((".py", ".ipynb"))]
+                    out += [os.path.join(dirpath, f) for f in sorted(filenames)
+                            if f.endswith((".py", ".ipynb")) or "." not in f and python_script(os.path.join(dirpath, f))]
                     if len(out) > MAX_FILES:
                         return None  # asked again, scanned again: rare enough, and never wrong
             for p in self.originals:  # the run's files, whatever their names (notebooks, <string>)
@@ -142,6 +143,8 @@ class Project:
                 text = self.text(p)
                 if text is not None and word in text and (regex is None or regex.search(text)):
                     hits.append(p)
+                elif text is None and raw_holds(p, needle):
+                    hits.append(p)  # too big or unreadable as text: a hit whose tree is None ("unknown")
             self._grep[key] = hits
         return self._grep[key]
 
@@ -247,7 +250,7 @@ class Project:
                 continue
             tree = self.tree(q)
             if tree is None:
-                continue
+                return None  # it names `name` but cannot be parsed: a use cannot be ruled out
             names = _local_names_for(self, tree, q, path, name)
             if names is None:
                 return None
@@ -257,20 +260,6 @@ class Project:
                     out.append(Location(q, node.lineno, name))
                 elif isinstance(node, (ast.Name, ast.Attribute)) and _dotted(node) in names - {name}:
                     out.append(Location(q, node.lineno, name))
-        return out
-
-    def string_uses(self, text: str) -> Optional[list[Location]]:
-        """Every string literal equal to ``text`` in the project (None: project too big)."""
-        hits = self.grep(text.encode())
-        if hits is None:
-            return None
-        out: list[Location] = []
-        for q in hits:
-            tree = self.tree(q)
-            if tree is None:
-                continue
-            out += [Location(q, n.lineno, text) for n in ast.walk(tree)
-                    if isinstance(n, ast.Constant) and n.value == text]
         return out
 
     # -- facts ------------------------------------------------------------
@@ -498,3 +487,4 @@ def _code_words(text: str, words: list[str]) -> list[tuple[int, str]]:
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return [(1, w) for w in words if w.lstrip(".") in text]
     return out
+

@@ -97,7 +97,9 @@ def migrate_bytes(raw: bytes, path: str, run: RunOptions) -> tuple[FileResult, b
         if not may_have_sites(raw):
             return FileResult(path), raw
         src = files.Source(path, raw, size=len(raw))
-        index = RunIndex(root=find_root([path]) if path != "-" else None)  # facts about the project around it
+        # facts about the project around it; for a bare `-`, the project of the working directory (with
+        # no project, a registration another file names would look unused: found by an adversarial run)
+        index = RunIndex(root=find_root([path if path != "-" else os.path.join(os.getcwd(), "-")]))
         _index_text(index, path, src.text)
         text, new, sites = _migrate_source(src, path, index, run)
         data = src.encode(new) if new != text else raw

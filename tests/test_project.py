@@ -4,6 +4,9 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import pytest
+
+from migrator.gradient_names import gradient_name_uses
 from migrator.project import Project, find_root
 
 
@@ -116,5 +119,30 @@ def test_external_uses_of_a_module_level_name(tmp_path):
 def test_string_uses_are_literals_only(tmp_path):
     write(tmp_path, "a.py", "REG = 'QuantizeGrad'\n# QuantizeGrad in a comment\nname = 'QuantizeGrad2'\n")
     write(tmp_path, "b.py", "m = {'Sign': 'QuantizeGrad'}\n")
-    uses = Project(str(tmp_path)).string_uses("QuantizeGrad")
+    uses, why = gradient_name_uses(Project(str(tmp_path)), "QuantizeGrad")
     assert sorted((u.path.rsplit("/", 1)[-1], u.line) for u in uses) == [("a.py", 1), ("b.py", 1)]
+
+
+MAP_USER = "import tensorflow as tf\ng = tf.get_default_graph()\nwith g.gradient_override_map({{'Relu': {}}}):\n    pass\n"
+
+
+@pytest.mark.parametrize("name, text", [
+    ("user.py", MAP_USER.format('"Guided" "Relu"')),  # pieces ast joins and a byte search misses
+    ("user.py", MAP_USER.format("a.GRAD_NAME")),
+    ("user.py", MAP_USER.format('"Guided%s" % KIND')),
+    ("user.py", MAP_USER.format("NAMES[1]")),
+    ("user.py", MAP_USER.format("'GuidedRelu'") + 'print(f"{"3.12 nested quotes"}")\n'),  # ast cannot parse it
+    ("bin/train", "#!/usr/bin/env python\n" + MAP_USER.format("'GuidedRelu'")),  # an extensionless script
+])
+def test_a_gradient_name_another_file_may_use_is_not_reported_unused(tmp_path, name, text):
+    """Found by an adversarial run: each of these let a registration go that another file still used."""
+    write(tmp_path, name, text)
+    uses, why = gradient_name_uses(Project(str(tmp_path)), "GuidedRelu")
+    assert uses is None or [u for u in uses if "user" in u.path or "train" in u.path], (uses, why)
+
+
+@pytest.mark.parametrize("value", ['"FlipGradient%d" % n', "OTHER", "f'Flip{n}'"])
+def test_computed_names_that_cannot_spell_it_do_not_block(tmp_path, value):
+    write(tmp_path, "user.py", "OTHER = 'SomethingElse'\n" + MAP_USER.format(value))
+    uses, why = gradient_name_uses(Project(str(tmp_path)), "GuidedRelu")
+    assert uses == [], why

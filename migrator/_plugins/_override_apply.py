@@ -375,16 +375,11 @@ def _tensorflow_from_imports(module: cst.Module) -> set[str]:
 
 
 def _add_tf_import(module: cst.Module, alias: str) -> cst.Module:
-    body = list(module.body)
-    last_import = -1
-    for i, stmt in enumerate(body):
-        if isinstance(stmt, cst.SimpleStatementLine) and all(
-            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
-        ):
-            last_import = i
-    new = cst.parse_statement(f"import tensorflow as {alias}\n")
-    body.insert(last_import + 1, new)
-    return module.with_changes(body=body)
+    """After the leading imports, not after the last import anywhere: a late import at the end of
+    the file left ``@tf.custom_gradient`` above it undefined (found by an adversarial run)."""
+    from migrator._plugins._grad_apply import add_tf_import
+
+    return add_tf_import(module, alias)
 
 
 def apply_plan(module: cst.Module, plan: OverridePlan) -> cst.Module:

@@ -309,7 +309,8 @@ class Prover:
             if block.scope.find_def(v.value) is not None:
                 raise Refuse("TFG103", f"the map value for {key!r} is the function object `{v.value}`, not a gradient name")
             return ("name", id(_scope_binding(block.scope, v.value)), v.value)
-        raise Refuse("TFG103", f"the map value for {key!r} is not a string (a function object?)")
+        raise Refuse("TFG103", f"the map value for {key!r} is computed (`{code(v)}`), not a gradient name the "
+                               "migrator can resolve")
 
     def _map_changes(self, block: Block, name: str, binding: cst.CSTNode) -> tuple[list, list]:
         """Literal updates of a named map made in straight-line code before the block; any

@@ -18,6 +18,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._plugins._override_model import Candidate, Evidence, Refuse, Registration, code
+from migrator.gradient_names import gradient_name_uses
 
 _IDENTITY_ATTRS = {"op", "name", "consumers", "value_index"}
 #: code tokens that read a graph by op or tensor name
@@ -34,6 +35,11 @@ class RegistrationProof:
     # -- registrations ------------------------------------------------------
     def check(self, reg: Registration, ev: Evidence) -> None:
         """Prove the registration can go: no other user of the name, no direct call."""
+        if reg.fn is not None and sum(r.fn is reg.fn for r in self.col.registrations) > 1:
+            # stacked decorators: the rewrite removes one and leaves the other on a helper whose
+            # signature changed (found by an adversarial run)
+            raise Refuse("TFG109", f"`{reg.fn.name.value}` is registered under several gradient names; "
+                                   "register one function per name, or migrate by hand")
         self._name_users(reg, ev)
         self._direct_calls(reg, ev)
 
@@ -85,9 +91,10 @@ class RegistrationProof:
             ev.prove(f"gradient name `{reg.key[2]}` is built at run time here: no other code can name it")
             return
         name = reg.key[1]
-        uses = self.project.string_uses(name) if self.project is not None else []
+        uses, why = gradient_name_uses(self.project, name) if self.project is not None else ([], "")
         if uses is None:
-            raise Refuse("TFG112", f"the project is too big to check that no other file uses gradient {name!r}")
+            raise Refuse("TFG112", f"cannot tell whether other code uses gradient {name!r}: {why}; "
+                                   "migrate by hand")
         others = [u for u in uses if os.path.abspath(u.path) != self.p.path]
         if others:
             o = others[0]

@@ -10,6 +10,7 @@ import libcst as cst
 from migrator import optable
 from migrator._plugins._gradfn import HelperSpec, upstream_names
 from migrator._plugins._override_block import BlockResult, descendants, typo_hint
+from migrator._plugins._import_uses import still_used
 from migrator._plugins._override_model import Block, Candidate, Refuse, code
 from migrator.model import MIGRATED, OVERRIDE_MAP, PY_FUNC_GRADIENT, Site
 from migrator.naming import snake
@@ -62,7 +63,8 @@ def plan_block(p, block: Block, res: BlockResult, helpers: dict, wrappers: dict)
                     plan.map_groups[name] = list(b.map_stmts)
             else:
                 _maybe_dead(p, name, b)
-    plan.maybe_dead_imports.add("ops")
+    if not still_used("ops", p.ctx.source, p.ctx.path, p.project):  # a re-export, __all__, a doctest
+        plan.maybe_dead_imports.add("ops")
     _sites(p, block, res)
 
 

@@ -34,6 +34,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 from migrator import codes
 from migrator._plugins import Plugin, register
 from migrator._plugins._aliases import shared_names, shared_names_in
+from migrator._plugins._import_uses import still_used
 from migrator._plugins._dataflow import effects
 from migrator._plugins._grad_apply import Apply, Codegen, add_tf_import, remove_dead_imports
 from migrator._plugins._grad_callers import (
@@ -148,7 +149,9 @@ class GradientRewrite:
             return self.module
         tf_alias, need_import = (f.tf_alias, False) if f.tf_alias else (self.names.fresh("tf"), True)
         out = self.module.visit(Apply(replacements, plans, Codegen(tf_alias)))
-        out = remove_dead_imports(self.module, out, f.api_aliases)
+        kept = {a: q for a, q in f.api_aliases.items()
+                if not still_used(a, self.ctx.source, self.ctx.path, self.project)}  # a re-export, __all__
+        out = remove_dead_imports(self.module, out, kept)
         return add_tf_import(out, tf_alias) if need_import else out
 
     def _prepare(self, node: cst.Call, kind: str) -> Call:
