@@ -655,3 +655,42 @@ def test_a_block_refused_while_its_wrapper_is_written_keeps_its_registration():
     out, sites = migrate_text(src, path="m.py", options=Options())
     assert out == src
     assert [(s.kind, s.status) for s in sites] == [("override_map", MANUAL)], [(s.code, s.reason) for s in sites]
+
+
+@pytest.mark.parametrize("call", ["tf.identity([t, t * 2.0])", "tf.nn.relu((t, t * 2.0))", "tf.identity(pair)"])
+def test_a_list_of_tensors_as_one_input_refuses(call):
+    """TF1 packed the list first; the wrapper would take it as a list, which custom_gradient flattens."""
+    site = refused(f"""\
+        import tensorflow as tf
+
+
+        @tf.RegisterGradient("G")
+        def _g(op, grad):
+            return grad * 3.0
+
+
+        def f(x):
+            t = tf.identity(x)
+            pair = [t, t * 2.0]
+            with tf.get_default_graph().gradient_override_map({{"Identity": "G", "Relu": "G"}}):
+                return {call}
+        """, "TFG108")
+    assert "Pack" in site.reason
+
+
+def test_a_registration_after_the_block_refuses_with_a_reason():
+    """Found by an adversarial run: it was an internal error."""
+    site = refused("""\
+        import tensorflow as tf
+
+
+        def f(x):
+            with tf.get_default_graph().gradient_override_map({"Identity": "LateG"}):
+                return tf.identity(x)
+
+
+        @tf.RegisterGradient("LateG")
+        def _late(op, grad):
+            return grad * 2.0
+        """, "TFG114")
+    assert "comes after the block" in site.reason

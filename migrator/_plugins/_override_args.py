@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from migrator._plugins._override_model import Refuse, code
+from migrator._plugins._override_tfvalues import PYTHON
 
 
 #: arguments that change which ops a call makes beyond what the op table traced: (function, argument,
@@ -60,3 +61,15 @@ def sole_plain_def(scope_node: cst.CSTNode, d: cst.FunctionDef) -> bool:
     for st in stmts:
         st.visit(V())
     return count == 1
+
+
+def no_packed_list(expr, value, scope) -> None:
+    """A list of tensors given as one tensor input is packed first (``tf.identity([t, u])``); the
+    wrapper would take the list as its argument, which custom_gradient flattens (an adversarial run)."""
+    shown = expr
+    if isinstance(expr, cst.Name):
+        bound = scope.lookup_assigns(expr.value) or []
+        shown = bound[0][1] if len(bound) == 1 else expr
+    if isinstance(shown, (cst.List, cst.Tuple)) and value.kind != PYTHON:
+        raise Refuse("TFG108", f"`{code(expr)}` is a Python list holding tensors, packed into one tensor by a "
+                               "Pack op first; wrap tf.stack of it by hand")

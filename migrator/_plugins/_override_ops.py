@@ -15,7 +15,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator import optable
-from migrator._plugins._override_args import op_changing_args, sole_plain_def
+from migrator._plugins._override_args import no_packed_list, op_changing_args, sole_plain_def
 from migrator._plugins._override_flow import value_at
 from migrator._plugins._override_model import Block, Candidate, Evidence, Refuse, Scope, code, is_literal
 from migrator._plugins._override_opproof import (
@@ -237,6 +237,7 @@ class OpScanner:
                          if not isinstance(e, cst.StarredElement)]
             else:
                 vals.append(value_at(self.values, expr, scope, stmt))
+                no_packed_list(expr, vals[-1], scope)
             labels.append(code(expr))
         has_lists = any(i.endswith("[*]") or "[" in i for i in _all_inputs(info))
         cast_target = None

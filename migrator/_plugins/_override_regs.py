@@ -60,6 +60,9 @@ class RegistrationProof:
                                    "kept TF1 from registering twice; the helper made from it would be missing on "
                                    "later calls; define the gradient function outside the `if` (a plain function "
                                    "needs no guard), then re-run")
+        if not reg.enclosing:  # a module-level def after the block (found by an adversarial run: it crashed)
+            raise Refuse("TFG114", f"the registration at {where} comes after the block in the module; move the "
+                                   "gradient function above the code that uses it, then re-run")
         raise Refuse("TFG114", f"the registration at {where} does not run before the block on every path (it sits "
                                f"in `{_header(reg.enclosing[-1])}`); the helper it becomes could be missing there; "
                                "define the gradient function unconditionally, or migrate by hand")
