@@ -14,12 +14,16 @@ from collections import deque
 from typing import Optional
 
 
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
 def hit_lines(source: str, words: re.Pattern) -> list[int]:
     """Sorted line numbers where ``words`` occur (in code, strings or comments alike)."""
     out: list[int] = []
     line, pos = 1, 0
+    crs = "\r" in source  # ast ends a line at \r too (an old Mac file, a lone \r in a string)
     for m in words.finditer(source):
-        line += source.count("\n", pos, m.start())
+        line += len(_LINE_END.findall(source, pos, m.start())) if crs else source.count("\n", pos, m.start())
         pos = m.start()
         if not out or out[-1] != line:
             out.append(line)

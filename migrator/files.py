@@ -235,8 +235,8 @@ def discover(paths: Iterable[str], excludes: Iterable = (), default_excludes: bo
                     keep.append(d)
             dirnames[:] = keep
             for name in sorted(filenames):
-                if not name.endswith(SUFFIXES):
-                    continue
+                if not name.endswith(SUFFIXES) or name.startswith(".#"):
+                    continue  # `.#m.py`: an editor's lock file (a dangling link), not code
                 rel = name if rel_dir == "." else os.path.join(rel_dir, name)
                 path = os.path.join(dirpath, name)
                 if filters.skip_below(path, rel, False):
@@ -335,8 +335,9 @@ def _position(raw: bytes, offset: int) -> tuple[int, int]:
 def write_source(src: Source, text: str) -> None:
     """Atomically replace the file behind ``src`` with ``text``.
 
-    Writes through a symlink to its target, keeps the mode, and refuses when
-    the file is read-only, vanished, or changed since it was read.
+    Writes through a symlink to its target, keeps the mode and (as root) the
+    owner, and refuses when the file is read-only, hard-linked, vanished, or
+    changed since it was read.
     """
     data = src.encode(text)
     target = os.path.realpath(src.path)
@@ -350,6 +351,8 @@ def write_source(src: Source, text: str) -> None:
     # user, but root (as in CI) may write it, as black and ruff would.
     if not os.access(target, os.W_OK):
         raise FileError("file is read-only; not written")
+    if st.st_nlink > 1:  # a replace would split the links: the others would keep the old code
+        raise FileError(f"file has {st.st_nlink} hard links, which an atomic write would split; not written")
     folder = os.path.dirname(target) or "."
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(target) + ".", suffix=".tfgm")
@@ -361,6 +364,11 @@ def write_source(src: Source, text: str) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()) and hasattr(os, "chown"):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)  # root writing a user's file: it stays theirs
+            except PermissionError:
+                pass  # not root: the new file is ours, as an editor's save would make it
         os.replace(tmp, target)
     except BaseException as e:
         try:

@@ -124,7 +124,11 @@ def mask(index: int, text: str) -> Optional[Cell]:
 
 
 def code_cells(nb: dict) -> list[Cell]:
-    """The code cells that hold Python, magics masked."""
+    """The code cells that hold Python, magics masked (none in a notebook of another kernel, R say)."""
+    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    language = (meta.get("kernelspec") or {}).get("language") or (meta.get("language_info") or {}).get("name")
+    if isinstance(language, str) and language.lower() not in ("python", "python3", "ipython", "ipython3"):
+        return []
     out = []
     for i, raw in enumerate(nb["cells"]):
         if isinstance(raw, dict) and raw.get("cell_type") == "code":

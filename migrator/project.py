@@ -109,8 +109,8 @@ class Project:
             return self.originals[path]
         if path not in self._text:
             try:
-                if os.path.getsize(path) > MAX_BYTES:
-                    raise OSError("too big")
+                if not os.path.isfile(path) or os.path.getsize(path) > MAX_BYTES:
+                    raise OSError("not a regular file, or too big")  # a FIFO named *.py would block
                 with open(path, "rb") as fh:
                     self._text[path] = fh.read().decode("utf-8-sig", "replace")
                 if path.endswith(".ipynb"):  # a notebook's code cells, as one module
