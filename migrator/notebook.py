@@ -294,12 +294,40 @@ _LAYOUTS += [dict(indent=None, separators=sep, sort_keys=k, ensure_ascii=a)
 
 
 def dump(nb: dict, original: str) -> str:
-    """Serialise ``nb`` in the layout that reproduces ``original`` exactly, if any
-    (else in nbformat's own: indent 1, sorted keys, a final newline)."""
+    """Serialise ``nb`` in the layout that reproduces ``original`` exactly, if any (else in
+    nbformat's own: indent 1, sorted keys, a final newline).
+
+    That fallback re-serialises every cell, so it is taken only when it keeps every value:
+    a duplicate key (dropped) or a number beyond float range (``Infinity``, not JSON) makes
+    the notebook reported and left as it is (found by an adversarial run)."""
     old = json.loads(original)
     for kw in _LAYOUTS:
         rendered = json.dumps(old, **kw)
         for tail in ("\n", ""):
             if rendered + tail == original:
                 return json.dumps(nb, **kw) + tail
+    try:
+        json.loads(original, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                   parse_float=_finite_float)
+    except ValueError as e:
+        raise NotebookError(f"the notebook's JSON cannot be written back without loss ({e}); left unchanged "
+                            "(save it from Jupyter first)") from None
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _no_duplicates(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a duplicate key")
+    return dict(pairs)
+
+
+def _no_constant(text: str):
+    raise ValueError(f"the non-JSON constant {text}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text}, beyond float range")
+    return value

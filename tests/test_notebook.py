@@ -215,3 +215,16 @@ def test_unknown_layout_falls_back_to_nbformat_style(tmp_path):
     f.write_text(json.dumps(nb, indent=3))
     run_cli(f)
     assert json.loads(f.read_text())["cells"][0]["source"] == ["g = tape_gradients(y, x)\n"]
+
+
+@pytest.mark.parametrize("spoil", [
+    lambda t: t.replace('"nbformat": 4', '"nbformat": 4, "nbformat": 4', 1),  # a duplicate key
+    lambda t: t.replace('"nbformat_minor": 5', '"nbformat_minor": 5, "big": 1e400', 1),  # Infinity once written
+])
+def test_an_unusual_layout_that_cannot_be_written_back_without_loss_is_left_alone(tmp_path, spoil):
+    """Found by an adversarial run: the fallback re-serialised it, dropping a key or writing Infinity."""
+    text = spoil(json.dumps(json.loads(make_nb([cell("code", ["g = tf.gradients(y, x)\n"])])), indent=3))
+    f = tmp_path / "nb.ipynb"
+    f.write_text(text)
+    r = run_cli(f)
+    assert f.read_text() == text and r.exit_code == 123 and "without loss" in r.output
