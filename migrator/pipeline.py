@@ -67,7 +67,7 @@ def has_candidates(source: str) -> bool:
     libcst then reports the error.)"""
     try:
         return _has_candidates(ast.parse(source), hit_lines(source, _CANDIDATE_WORDS))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
 
 
@@ -123,7 +123,7 @@ class RunIndex:
         self.sources[path] = source
         try:
             tree = ast.parse(source)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             return
         if not _has_candidates(tree, hit_lines(source, _CANDIDATE_WORDS)):
             self.quiet_paths.add(path)
@@ -199,8 +199,29 @@ def module_names_for(path: str) -> set[str]:
 def imported_modules(source: str) -> set[str]:
     try:
         return scan_tree(ast.parse(source)).imports
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
+
+
+#: deeper syntax trees crash libcst (RecursionError at about 500 levels, a segfault of its native
+#: parser at 10000, which killed the whole run: found by an adversarial run)
+MAX_NESTING = 250
+
+
+def _nesting_guard(source: str) -> None:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return  # libcst reports it
+    except (RecursionError, MemoryError, ValueError):
+        raise FileError("nested too deeply to parse safely; left unchanged") from None
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise FileError(f"an expression nested more than {MAX_NESTING} levels deep (libcst cannot parse it "
+                            "safely); left unchanged", getattr(node, "lineno", 1))
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 def _parse_error(source: str, err) -> ParseError:
@@ -293,6 +314,7 @@ def migrate_text(
     from migrator._cstwalk import read_only_visits
     from migrator._plugins import plugins
 
+    _nesting_guard(source)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as e:

@@ -125,7 +125,7 @@ class Project:
             text = self.text(path)
             try:
                 self._trees[path] = ast.parse(text) if text is not None else None
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._trees[path] = None
         return self._trees[path]
 
@@ -363,7 +363,7 @@ def _import_nodes(project: Project, path: str) -> list:
             pos = m.start()
             try:
                 body = ast.parse(m.group(0).strip()).body
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = project.tree(path)
                 break
             for node in body:

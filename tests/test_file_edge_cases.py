@@ -70,3 +70,15 @@ def test_a_hard_linked_file_is_reported_not_split(tmp_path):
     res = runner.run([str(f)], runner.RunOptions(jobs=1, mode=runner.WRITE)).results[0]
     assert "hard links" in (res.error or "")
     assert (tmp_path / "copy.py").read_text() == f.read_text() == GRAD
+
+
+def test_a_deeply_nested_file_is_reported_and_the_run_goes_on(tmp_path):
+    """Found by an adversarial run: 10000 terms segfaulted libcst's parser and killed the whole run."""
+    (tmp_path / "pyproject.toml").write_text("")
+    deep = tmp_path / "z_deep.py"
+    deep.write_text(GRAD.replace("return tf.gradients(x * x, x)", "return tf.gradients(x * x, x)" + " + 0" * 3000))
+    ok = tmp_path / "a_ok.py"
+    ok.write_text(GRAD)
+    res = {os.path.basename(r.path): r for r in check([ok, deep])}
+    assert "nested" in (res["z_deep.py"].error or "")
+    assert [s.status for s in res["a_ok.py"].sites] == [MIGRATED]

@@ -320,7 +320,7 @@ class Prover:
         if owner.parent is None:  # a module-level map: other files may change it
             uses = self.project.external_uses(self.path, name) if self.project is not None else []
             if uses is None or uses:
-                where = f"{os.path.basename(uses[0].path)}:{uses[0].line}" if uses else "a star import"
+                where = f"{os.path.basename(uses[0].path)}:{uses[0].line}" if uses else "a star import, or a file that cannot be parsed"
                 raise Refuse("TFG103", f"the map `{name}` is used by another file ({where}), which may change it; "
                                        "write the map as a literal in the with statement")
         scan = _NameUses(name)

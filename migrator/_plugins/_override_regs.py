@@ -156,7 +156,7 @@ class RegistrationProof:
         if reg.scope.parent is None and self.project is not None:
             ext = self.project.external_uses(self.p.path, name)
             if ext is None or ext:
-                where = f"{os.path.basename(ext[0].path)}:{ext[0].line}" if ext else "a star import"
+                where = f"{os.path.basename(ext[0].path)}:{ext[0].line}" if ext else "a star import, or a file that cannot be parsed"
                 raise Refuse("TFG113", f"`{name}` is imported by another file ({where}), which needs its (op, grad) "
                                        "signature; migrate by hand")
         ev.prove(f"`{name}` is called only by the gradient machinery (no direct use)")
