@@ -261,9 +261,11 @@ def _built_list(an, name: str, body) -> bool:
 
     class V(cst.CSTVisitor):
         def visit_Assign(self, n):
+            tensors = isinstance(n.value, (cst.List, cst.Tuple)) and all(  # `[tf.constant(..), tf.ones(..)]`
+                isinstance(el.value, cst.Call) and an.tf_name(el.value) is not None for el in n.value.elements)
             if any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets) and \
                     isinstance(n.value, (cst.List, cst.Tuple, cst.ListComp, cst.BinaryOperation, cst.Call)) and \
-                    not (isinstance(n.value, cst.Call) and an.tf_name(n.value) is not None):
+                    not (isinstance(n.value, cst.Call) and an.tf_name(n.value) is not None) and not tensors:
                 found.append(n)
 
         def visit_Call(self, n):

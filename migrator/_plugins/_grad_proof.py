@@ -361,8 +361,9 @@ class Prover(WatchProof):
         if "." in r and r.split(".")[-1] in META_ATTRS:
             return  # x.shape, x.dtype: metadata, never a tensor built earlier
         if root in self.source_roots and root not in an.imported:
-            raise Refuse("TFG130", f"the sources come out of `{root}` and the targets read `{r}` too, which code "
-                                   f"outside this block may have built from them; {self._where_to_open(r)}")
+            raise Refuse("TFG130", f"the sources are taken from `{root}`, which the targets read too (`{r}`), so "
+                                   "TF1 differentiated through values the tape cannot name when it opens; bind the "
+                                   f"sources before the targets are computed from them, or {self._where_to_open(r)}")
         if root in an.constants and root not in sc.locals and not r.startswith("sys.modules"):
             if "." not in r or r.split(".")[-1] in META_ATTRS or root in an.imported:
                 return
