@@ -220,10 +220,11 @@ def discover(paths: Iterable[str], excludes: Iterable = (), default_excludes: bo
                 take(given)
             continue
         seen_dirs: set[str] = set()
+        root = os.path.realpath(given)
         for dirpath, dirnames, filenames in os.walk(given, followlinks=True, onerror=None):
             real_dir = os.path.realpath(dirpath)
-            if real_dir in seen_dirs:
-                dirnames[:] = []
+            if real_dir in seen_dirs or not _inside(real_dir, root):
+                dirnames[:] = []  # a link out of the tree (into a venv, say) is not walked, as black does
                 continue
             seen_dirs.add(real_dir)
             rel_dir = os.path.relpath(dirpath, given)
@@ -241,6 +242,8 @@ def discover(paths: Iterable[str], excludes: Iterable = (), default_excludes: bo
                 path = os.path.join(dirpath, name)
                 if filters.skip_below(path, rel, False):
                     continue
+                if os.path.islink(path) and os.path.exists(path) and not _inside(os.path.realpath(path), root):
+                    continue  # a link to a file outside the tree: name it explicitly to migrate it
                 take(os.path.normpath(path))
     return Discovered(files, errors)
 
@@ -399,3 +402,7 @@ def raw_holds(path: str, needle: bytes, limit: int = 64 * 1024 * 1024) -> bool:
             return needle in fh.read()
     except OSError:
         return False
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

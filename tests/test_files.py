@@ -271,3 +271,19 @@ def test_unencodable_result_is_an_error_not_a_corruption():
     assert src.text
     with pytest.raises(files.FileError):
         src.encode("# -*- coding: ascii -*-\nx = 'é'\n")
+
+
+def test_a_link_out_of_the_walked_tree_is_not_followed(tmp_path):
+    """Found by an adversarial run: a link into a venv's site-packages had its target rewritten."""
+    outside = tmp_path / "venv" / "lib" / "site-packages"
+    outside.mkdir(parents=True)
+    target = write(outside / "third.py", SAMPLE.encode())
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    os.symlink(target, proj / "third.py")
+    os.symlink(outside, proj / "vendored")
+    write(proj / "own.py", SAMPLE.encode())
+    run_cli("-j1", proj)
+    assert target.read_text() == SAMPLE and (proj / "own.py").read_text() == MIGRATED
+    run_cli("-j1", proj / "third.py")  # named explicitly: written through
+    assert target.read_text() == MIGRATED
