@@ -108,3 +108,22 @@ def test_a_cell_magic_stays_the_first_line_of_its_cell():
     new, sites = migrate_notebook(json.dumps(nb, indent=1), "nb.ipynb", RunIndex(), Options())
     source = "".join(json.loads(new)["cells"][0]["source"])
     assert source.startswith("%%time\n") and "import tensorflow as tf" in source, source
+
+
+def test_a_graph_handle_on_self_that_another_file_reads_stays(tmp_path):
+    """Found by an adversarial run (--unsafe-fixes): `self.graph` went while user.py read `n.graph`."""
+    (tmp_path / "pyproject.toml").write_text("")
+    m = write(tmp_path, "m.py", GUIDED.split("\n\ndef guided")[0] + textwrap.dedent('''
+
+
+        class Net:
+            def build(self, x):
+                self.graph = tf.get_default_graph()
+                with self.graph.gradient_override_map({"Relu": "GuidedRelu"}):
+                    return tf.nn.relu(x)
+        '''))
+    write(tmp_path, "user.py", "import m\nn = m.Net()\nprint(n.graph)\n")
+    opts = runner.RunOptions(jobs=1, mode=runner.WRITE, options=Options(unsafe_fixes=True))
+    runner.run([m], opts)
+    text = open(m).read()
+    assert "@tf.custom_gradient" in text and "self.graph = tf.get_default_graph()" in text

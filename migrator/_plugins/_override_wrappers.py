@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import os
 import re
 from typing import Optional
 
@@ -77,6 +78,12 @@ def _maybe_dead(p, key: str, b: Block) -> None:
         uses = p.project.external_uses(p.prover.path, key)
         if uses is None or uses:
             p.plan.keep.add(key)  # another module imports it: it stays
+            return
+    if "." in key and p.project is not None:  # `self.graph = ...`: code elsewhere may read `obj.graph`
+        attr = key.rsplit(".", 1)[1]
+        readers = p.project.grep(f".{attr}".encode())
+        if readers is None or any(os.path.abspath(q) != p.prover.path for q in readers):
+            p.plan.keep.add(key)
             return
     for _stmt, value in bound:
         if not _pure(p, value):
