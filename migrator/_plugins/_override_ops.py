@@ -237,7 +237,8 @@ class OpScanner:
                          if not isinstance(e, cst.StarredElement)]
             else:
                 vals.append(value_at(self.values, expr, scope, stmt))
-                no_packed_list(expr, vals[-1], scope)
+                if not any(i.startswith(p + "[") for i in _all_inputs(info)):  # a one-tensor input
+                    no_packed_list(expr, vals[-1], scope)
             labels.append(code(expr))
         has_lists = any(i.endswith("[*]") or "[" in i for i in _all_inputs(info))
         cast_target = None
