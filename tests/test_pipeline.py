@@ -1,6 +1,7 @@
 """The cheap stages in front of libcst: the byte prefilter and the ast confirmation."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -139,3 +140,18 @@ def test_a_file_libcst_cannot_reproduce_is_reported_not_damaged():
         migrate_text(src, path="m.py")
     quiet = "import tensorflow as tf\n'''doc'''\n\n\t\t\n"
     assert migrate_text(quiet, path="m.py")[0] == quiet  # nothing to rewrite: nothing rendered
+
+
+def test_the_fast_prefilter_answers_as_the_regex_does():
+    """may_have_sites is PREFILTER.search without its cost: same answer on every spelling."""
+    import glob
+
+    from migrator.pipeline import PREFILTER, may_have_sites
+
+    samples = [b"tf.gradients(y, x)", b"gradients (y)", b"x.gradients", b"x.gradientsy", b"mygradients(y)",
+               b"from a import gradients", b"import x  # gradients", b"from a import b\ngradients", b"hessians",
+               b"ahessians", b"jacobian (y", b"jacobians", b"gradient_override_map", b"RegisterGradient",
+               b"parallel_for", b"py_func", b"computes gradients of y", b"gradients", b".gradients_x", b""]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    samples += [open(p, "rb").read() for p in glob.glob(os.path.join(root, "**", "*.py"), recursive=True)]
+    assert [may_have_sites(d) for d in samples] == [PREFILTER.search(d) is not None for d in samples]
