@@ -167,7 +167,9 @@ def _index_all(paths: list[str], run_opts: RunOptions, progress=None) -> list[tu
         try:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 chunk = max(1, len(paths) // (jobs * 8))
-                for part in pool.map(index_file, paths, [run_opts.max_bytes] * len(paths), chunksize=chunk):
+                parts = pool.map(index_file, paths, [run_opts.max_bytes] * len(paths), chunksize=chunk)
+                _preload_plugins()  # while the workers index: pass 2's pool forks with libcst loaded
+                for part in parts:
                     out.append(part)
                     if progress:
                         progress(1)
@@ -227,9 +229,7 @@ class _Workers:
 
     def __enter__(self) -> "_Workers":
         if self.jobs > 1:
-            import libcst  # noqa: F401 - loaded once here, so forked workers share it
-            from migrator._plugins import plugins
-            plugins()  # the plugin modules too (libcst metadata, op tables)
+            _preload_plugins()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -263,6 +263,15 @@ class _Workers:
                 if progress:
                     progress(1)
         return [done[p] for p in paths]
+
+
+def _preload_plugins() -> None:
+    """libcst and the plugin modules (metadata, op tables), loaded once in this process so that
+    forked workers share them."""
+    import libcst  # noqa: F401
+    from migrator._plugins import plugins
+
+    plugins()
 
 
 _WORKER_STATE: tuple = ()
