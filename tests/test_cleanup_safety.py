@@ -17,6 +17,7 @@ from migrator import runner
 from migrator.model import MANUAL
 from migrator.notebook import migrate_notebook
 from migrator.pipeline import Options, RunIndex
+from project_files import write
 
 GUIDED = '''\
 import tensorflow as tf
@@ -32,13 +33,6 @@ def guided(x):
     with tf.get_default_graph().gradient_override_map({"Relu": "GuidedRelu"}):
         return tf.nn.relu(x)
 '''
-
-
-def write(root, name, text):
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-    return str(path)
 
 
 def run(paths):

@@ -11,13 +11,7 @@ from migrator import runner
 from migrator.model import MANUAL, MIGRATED
 from migrator.notebook import migrate_notebook
 from migrator.pipeline import Options, RunIndex
-
-
-def write(root, name, text):
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-    return str(path)
+from project_files import write
 
 
 def run(paths, unsafe=False):

@@ -7,7 +7,6 @@ and ``tf.executing_eagerly()`` answers differently.
 """
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 

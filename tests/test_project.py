@@ -2,19 +2,12 @@
 from __future__ import annotations
 
 import ast
-import textwrap
 
 import pytest
 
 from migrator.gradient_names import gradient_name_uses
 from migrator.project import Project, find_root
-
-
-def write(root, name, text):
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-    return str(path)
+from project_files import write
 
 
 def test_root_is_the_nearest_folder_with_a_marker(tmp_path):
