@@ -694,3 +694,21 @@ def test_a_registration_after_the_block_refuses_with_a_reason():
             return grad * 2.0
         """, "TFG114")
     assert "comes after the block" in site.reason
+
+
+def test_the_wrapper_spells_a_renamed_tf1_function_as_tf2_does():
+    """The wrapper is new code that runs eagerly in TF2: `tf.floordiv` is `tf.math.floordiv` there."""
+    out, sites = migrate("""\
+        import tensorflow as tf
+
+
+        @tf.RegisterGradient("FloorDivSte")
+        def _floordiv_ste(op, grad):
+            return grad, None
+
+
+        def f(x, y):
+            with tf.get_default_graph().gradient_override_map({"FloorDiv": "FloorDivSte"}):
+                return tf.floordiv(x, y)
+        """)
+    assert "tf.math.floordiv(" in out and "tf.floordiv(" not in out, out

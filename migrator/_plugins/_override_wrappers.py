@@ -162,6 +162,8 @@ def _wrapper(p, c: Candidate, target, spec: Optional[HelperSpec], indent: str):
             consts[i] = name
             if forward is not None and i in c.const_nodes:  # the op reads the tensor TF1 made, made once
                 forward = _replace_node(forward, c.const_nodes[i], cst.Name(name))
+    if isinstance(forward, cst.Call) and isinstance(c.forward, cst.Call):
+        forward = _tf2_spelling(p, forward, c.forward.func)
     forward_code = code(forward) if forward is not None else ""
     out = "y" if "y" not in plain else "y_out"
     grad = _grad_code(c, target, spec, plain, out, alias, consts, attr_args)
@@ -327,3 +329,13 @@ def _add_gradient_lines(params: list[str], indent: str, tf: str) -> list[str]:
         f"{i2})",
         "",
     ]
+
+
+def _tf2_spelling(p, forward: cst.Call, original_func) -> cst.Call:
+    """The wrapper is new code that runs eagerly in TF2: a TF1 name for the very same function
+    is respelled (``tf.floordiv`` -> ``tf.math.floordiv``, found by an adversarial run)."""
+    st = p.body.status(original_func)
+    root = dotted(original_func).split(".")[0] if dotted(original_func) else None
+    if st is None or st[1] != "renamed" or st[2] is None or root is None:
+        return forward
+    return forward.with_changes(func=cst.parse_expression(f"{root}.{st[2][len('tensorflow.'):]}"))
