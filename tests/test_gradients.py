@@ -876,12 +876,17 @@ def test_a_source_list_changed_through_an_alias_after_the_watch_is_refused():
     ("    if w is None:\n        return x\n    elif tf.gradients(x * w, x)[0] is None:\n        return w\n"
      "    return x\n", "TFG128"),
     ("    assert w is not None, tf.gradients(x * 2.0, x)\n    return x\n", "TFG128"),
+    ("    log = []\n    return max((lambda a=log.append(1): a)(), 2), tf.gradients(x * 2.0, x)\n", "TFG128"),
+    ("    return w.value, tf.gradients(x * 2.0, x)\n", "TFG128"),  # an attribute may be a property
     # grad_ys holding a Python list: TF1 made one tensor of it, a tape flattens it into numbers
+    ("    y = x * x\n    return tf.gradients(y, x, grad_ys=[GY])[0]\n", "TFG128"),
+    ("    y = x * x\n    return tf.gradients(y, x, grad_ys=[list(GY)])[0]\n", "TFG128"),
+    ("    y = x * x\n    return tf.gradients(y, x, grad_ys=[GY[:]])[0]\n", "TFG128"),
     ("    y = x * x\n    return tf.gradients(y, x, grad_ys=[[2.0, 3.0]])[0]\n", "TFG128"),
     ("    y = x * x\n    return tf.gradients(y, x, grad_ys=([2.0, 3.0],))[0]\n", "TFG128"),
 ])
 def test_tape_refusals_found_by_an_adversarial_run(body, code):
-    src = ("import math\n\nimport numpy as np\nimport tensorflow as tf\n\nSCALE = 3.0\n\n\ndef f(w=None):\n"
+    src = ("import math\n\nimport numpy as np\nimport tensorflow as tf\n\nSCALE = 3.0\nGY = [2.0, 3.0]\n\n\ndef f(w=None):\n"
            "    x = tf.constant([0.5, 1.0])\n" + body)
     out, sites = migrate(src)
     mine = [s for s in sites if s.code == code]
@@ -920,6 +925,8 @@ BJAC = "import tensorflow as tf\nfrom tensorflow.python.ops.parallel_for.gradien
     ("    z = tf.constant([[1.0, 2.0]])\n    y = z * 2.0\n    return batch_jacobian(y, x)\n", "TFG126"),
     ("    y = tf.stop_gradient(x) * 3.0\n    return batch_jacobian(y, x)\n", "TFG128"),
     ("    y = tf.cast(tf.cast(x, tf.int32), tf.float32)\n    return batch_jacobian(y, x)\n", "TFG128"),
+    ("    y = tf.zeros_like(x) + 1.0\n    return batch_jacobian(y, x)\n", "TFG128"),  # found by the ninth run
+    ("    y = tf.math.rint(x)\n    return batch_jacobian(y, x)\n", "TFG128"),
     ("    y = x * 3.0\n    bj = batch_jacobian(y, x)\n    if bj is None:\n        bj = tf.zeros([1, 2, 2])\n"
      "    return bj\n", "TFG128"),
 ])

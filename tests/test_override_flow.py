@@ -57,6 +57,10 @@ def test_a_statement_before_the_block_proves_x_real(body):
     "def g():\n    nonlocal x\n    x = tf.complex(x, x)\nm = tf.cast(x > t, tf.float32)\ng()\n",  # a closure rebinds
     "assert tf.reduce_all(x > t) is not None\n",  # asserts are stripped under -O
     "m = tf.abs(x)\n",  # abs accepts complex
+    # found by the ninth adversarial run
+    "m: x > t\n",  # a bare annotation is never evaluated in a function
+    "x = tf.clip_by_value(x, -1.0, 1.0)\nfrom cmath import x\n",  # an import rebinds it
+    "x = tf.clip_by_value(x, -1.0, 1.0)\nmatch t:\n    case float() as x:\n        pass\n",  # a match pattern
 ])
 def test_no_proof_leaves_the_block_manual(body):
     src, out, found = sites(body)

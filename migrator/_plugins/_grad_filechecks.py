@@ -239,6 +239,14 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
             isinstance(el.value, cst.Name) and _bound_to_none(an, el.value.value, body) for el in og.elements):
         raise Refuse("TFG128", "grad_ys holds a name bound to None (TF1 read ones there, a tape raises); write "
                                "tf.ones_like(y) for that target, then re-run")
+    items = [el.value for el in og.elements] if isinstance(og, (cst.List, cst.Tuple)) else []
+    if isinstance(og, cst.Name) and any(isinstance(v, (cst.List, cst.Tuple)) for v in _values_of(an, og.value, c.node)):
+        items = [el.value for v in _values_of(an, og.value, c.node) if isinstance(v, (cst.List, cst.Tuple))
+                 for el in v.elements]
+    listed = next((i for i in items if _python_list(an, i, c.node)), None)
+    if listed is not None:  # found by an adversarial run: GY = [2., 3.]; grad_ys=[GY] (also list(GY), GY[:])
+        raise Refuse("TFG128", f"grad_ys holds `{an.code(listed)}`, which may be a Python list: TF1 made one "
+                               "tensor of it, a tape flattens it into numbers; wrap it in tf.constant(...) first")
     if isinstance(og, cst.Name) and _built_list(an, og.value, body):
         raise Refuse("TFG128", f"grad_ys `{og.value}` is a list built in this function, which may hold None "
                                "(TF1 read ones there, a tape raises); write the list out with tf.ones_like(y) "
@@ -295,3 +303,40 @@ def _bound_to_none(an, name: str, body) -> bool:
     if body is not None:
         body.visit(V())
     return bool(found)
+
+
+def _values_of(an, name: str, at, depth: int = 0) -> list:
+    """What ``name`` may hold at ``at``: its assignments in the enclosing function, a parameter's
+    default, and module-level bindings (None where unknown)."""
+    out: list = []
+    fn = an.parents.get(at)
+    while fn is not None and not isinstance(fn, cst.FunctionDef):
+        fn = an.parents.get(fn)
+    if fn is not None:
+        for p in list(fn.params.params) + list(fn.params.kwonly_params):
+            if p.name.value == name and p.default is not None:
+                out.append(p.default)
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, n):
+                if any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets):
+                    out.append(n.value)
+
+        fn.body.visit(V())
+    return out + list(an.module_values(name))
+
+
+def _python_list(an, expr, at, depth: int = 0) -> bool:
+    """``expr`` may be a Python list or tuple (a display, ``list(..)``, ``xs[:]``, ``a.tolist()``, or a
+    name bound to one in the function, a default or the module)."""
+    if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp, cst.Set, cst.GeneratorExp)):
+        return True
+    if isinstance(expr, cst.Subscript):
+        return _python_list(an, expr.value, at, depth)
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        return isinstance(f, cst.Name) and f.value in ("list", "tuple", "sorted", "reversed") or \
+            isinstance(f, cst.Attribute) and f.attr.value in ("tolist", "copy")
+    if isinstance(expr, cst.Name) and depth < 3:
+        return any(v is not None and _python_list(an, v, at, depth + 1) for v in _values_of(an, expr.value, at))
+    return False

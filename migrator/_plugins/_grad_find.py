@@ -358,7 +358,7 @@ def parse_args(c: Call, code_for_node) -> None:
     if c.kind == "hess":
         items = chain_items(c.xs)
         if items is None or len(items) != 1:
-            raise Refuse("TFG128", "tf.hessians with several sources: write one nested-tape jacobian per source by hand")
+            raise Refuse("TFG128", "tf.hessians with several sources: one nested-tape jacobian per source, by hand")
     if c.kind in ("jac", "bjac") and chain_items(c.xs) is None:
         raise Refuse("TFG124", "the sources are not plain names or attributes: bind them to names before the call")
 
@@ -407,7 +407,7 @@ def check_context(c: Call, parents, find: Find) -> None:
                                    "an expression; bind them in an if statement first")
         if isinstance(cur, cst.SimpleStatementSuite):
             raise Refuse("TFG128", "the call is on the same line as its `if`/`for`; put it on its own line")
-        why = order_problem(cur, child, parents.get(cur)) if chain_items(c.ys) is None else None
+        why = chain_items(c.ys) is None and order_problem(cur, child, parents.get(cur), frozenset(find.imported))
         if why:  # the targets are hoisted ahead of the statement (_grad_order)
             raise Refuse("TFG128", f"{why}; bind the targets to a name on a line of their own first")
         if isinstance(cur, cst.FunctionDef):

@@ -16,20 +16,24 @@ from typing import Optional
 
 import libcst as cst
 
+from migrator.tfnames import dotted
+
 #: builtins that compute a value from their arguments and change nothing
 _PURE_CALLS = frozenset({"len", "isinstance", "float", "int", "bool", "str", "tuple", "list", "zip", "range",
                          "enumerate", "sorted", "min", "max", "abs", "round", "sum", "dict", "set"})
 
 
-def order_problem(parent: cst.CSTNode, child: cst.CSTNode, grandparent: Optional[cst.CSTNode]) -> Optional[str]:
-    """Why ``child``'s value (holding the call) cannot be computed ahead of ``parent``, or None."""
+def order_problem(parent: cst.CSTNode, child: cst.CSTNode, grandparent: Optional[cst.CSTNode],
+                  modules: frozenset = frozenset()) -> Optional[str]:
+    """Why ``child``'s value (holding the call) cannot be computed ahead of ``parent``, or None.
+    ``modules``: names the file imports (``tf.float32`` runs no code)."""
     if isinstance(parent, cst.If) and child is parent.test and isinstance(grandparent, cst.If) \
             and grandparent.orelse is parent:
         return "the call is in an `elif` test, which runs only when the branches before it do not"
     if isinstance(parent, cst.Assert) and child is parent.msg:
         return "the call is in an assert message, which runs only when the assertion fails"
     for expr in evaluated_before(parent, child):
-        if not _pure(expr):
+        if not _pure(expr, modules):
             return f"`{_code(expr)}` runs before the call in its statement and may have an effect"
     return None
 
@@ -57,7 +61,8 @@ def evaluated_before(parent: cst.CSTNode, child: cst.CSTNode) -> list:
                 out.append(part)
         return out
     if isinstance(parent, cst.Call):
-        out = [parent.func]
+        # looking up `result.write` runs no code worth reordering; a computed callee (`f()(...)`) may
+        out = [] if dotted(parent.func) is not None else [parent.func]
         if child is parent.func:
             return []
         for arg in parent.args:
@@ -88,8 +93,8 @@ def evaluated_before(parent: cst.CSTNode, child: cst.CSTNode) -> list:
     return []
 
 
-def _pure(expr: cst.CSTNode) -> bool:
-    """Names, attributes, literals and operators on them: nothing to reorder."""
+def _pure(expr: cst.CSTNode, modules: frozenset = frozenset()) -> bool:
+    """Names, attributes of imported modules, literals and operators on them: nothing to reorder."""
     bad = []
 
     class V(cst.CSTVisitor):
@@ -107,7 +112,15 @@ def _pure(expr: cst.CSTNode) -> bool:
             bad.append(node)
 
         def visit_Lambda(self, node):
-            return False  # a lambda made is not run
+            for param in node.params.params + node.params.kwonly_params:
+                if param.default is not None:
+                    param.default.visit(self)  # defaults run when the lambda is made
+            return False  # its body runs only when it is called
+
+        def visit_Attribute(self, node):
+            if not (isinstance(node.value, cst.Name) and node.value.value in modules) and \
+                    node.attr.value not in ("shape", "dtype", "ndim"):
+                bad.append(node)  # a property may run code (found by an adversarial run)
 
     expr.visit(V())
     return not bad
@@ -126,7 +139,8 @@ def none_tested(call: cst.Call, parents) -> bool:
     names, cur, fn = set(), call, None
     while cur is not None:
         parent = parents.get(cur)
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and \
+                isinstance(parent.targets[0].target, cst.Name):
             names.add(parent.targets[0].target.value)
         if isinstance(parent, (cst.FunctionDef, cst.Module)):
             fn = parent

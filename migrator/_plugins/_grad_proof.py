@@ -37,9 +37,16 @@ from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
 from migrator.tfnames import dotted
 
-#: TF functions whose ops pass no gradient (or none for integer dtypes)
-_CUTS = frozenset({"stop_gradient", "cast", "to_int32", "to_int64", "saturate_cast", "round", "floor", "ceil", "sign",
-                   "argmax", "argmin", "py_func", "numpy_function", "py_function", "equal", "greater", "less"})
+#: TF functions whose ops always pass a gradient for float inputs: a batch jacobian whose slice
+#: calls anything else may be unconnected (a list of the cuts missed rint, *_like, to_float: an
+#: adversarial run)
+_CONNECTED = frozenset({
+    "matmul", "tanh", "sigmoid", "exp", "log", "log1p", "sin", "cos", "square", "sqrt", "rsqrt", "reciprocal",
+    "softplus", "elu", "selu", "softmax", "log_softmax", "reduce_sum", "reduce_mean", "reduce_prod", "reshape",
+    "transpose", "concat", "stack", "expand_dims", "squeeze", "tile", "einsum", "tensordot", "add", "subtract",
+    "multiply", "divide", "truediv", "add_n", "negative", "pow", "identity", "constant", "ones", "zeros", "eye",
+    "range", "shape", "random_normal", "random_uniform", "normal", "uniform", "variable", "get_variable",
+    "Variable", "convert_to_tensor", "conv2d", "dense", "bias_add", "l2_normalize", "batch_matmul", "linalg"})
 
 
 @dataclass
@@ -188,14 +195,14 @@ class Prover(WatchProof):
         return S
 
     def _gradient_cut(self, S: list) -> Optional[str]:
-        """A call in the slice whose op passes no gradient (or may not): stop_gradient, integer casts..."""
+        """A call in the slice whose op may pass no gradient (not in ``_CONNECTED``, or project code)."""
         for i in S:
             node = self.flat[i].orig if self.flat[i].orig is not None else (self.flat[i].hoist or (None, None))[1]
             for call in (self.an.calls_in(node) if node is not None else []):
                 name = self.an.tf_name(call)
                 if name is None and self.an.call_kind(call) == "project":
                     return self._code(call.func)
-                if name is not None and name.rsplit(".", 1)[-1] in _CUTS:
+                if name is not None and name.rsplit(".", 1)[-1] not in _CONNECTED:
                     return self._code(call.func)
         return None
 

@@ -100,7 +100,7 @@ def _binding_in_force(scope, name: str, path: list) -> Optional[tuple]:
     from migrator._plugins._override_values import _bound_count
 
     assigns = scope.assigns.get(name, [])
-    if name in scope.globals or _bound_count(scope, name) != len(assigns):
+    if name in scope.globals or _bound_count(scope, name) != len(assigns) or _bound_otherwise(scope.function, name):
         return None
     before = []
     for stmt, value in assigns:
@@ -119,8 +119,10 @@ def _proves_real(stmt: cst.CSTNode, name: str, col) -> bool:
     """``stmt`` is a simple statement that always evaluates an op refusing complex on ``name``."""
     if not isinstance(stmt, cst.SimpleStatementLine):
         return False
-    return any(_evaluates(small, name, col) for small in stmt.body
-               if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Expr, cst.AugAssign)))
+    # a bare annotation (`m: x > 0`) is never evaluated in a function: only an AnnAssign's value is
+    return any(_evaluates(small.value if isinstance(small, cst.AnnAssign) else small, name, col)
+               for small in stmt.body if isinstance(small, (cst.Assign, cst.Expr, cst.AugAssign))
+               or isinstance(small, cst.AnnAssign) and small.value is not None)
 
 
 def _is(node, name: str) -> bool:
@@ -150,3 +152,35 @@ def _evaluates(node: cst.CSTNode, name: str, col) -> bool:
                                                                keyword is not None and keyword == first):
                     return True
     return any(_evaluates(child, name, col) for child in node.children if isinstance(child, cst.CSTNode))
+
+
+def _bound_otherwise(fn: cst.FunctionDef, name: str) -> bool:
+    """``name`` is bound by a form the assignment counts do not see: an import, a match pattern,
+    ``del`` (found by an adversarial run: `from m import x`, `case tf.Tensor() as x`)."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_ImportAlias(self, node):
+            bound = node.asname.name if node.asname is not None else node.name
+            while isinstance(bound, cst.Attribute):
+                bound = bound.value
+            if isinstance(bound, cst.Name) and bound.value == name:
+                found.append(node)
+
+        def visit_MatchAs(self, node):
+            if node.name is not None and node.name.value == name:
+                found.append(node)
+
+        def visit_MatchStar(self, node):
+            if node.name is not None and node.name.value == name:
+                found.append(node)
+
+        def visit_MatchMapping(self, node):
+            if node.rest is not None and node.rest.value == name:
+                found.append(node)
+
+        def visit_Del(self, node):
+            found.append(node)
+
+    fn.body.visit(V())
+    return bool(found)
