@@ -239,10 +239,9 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
             isinstance(el.value, cst.Name) and _bound_to_none(an, el.value.value, body) for el in og.elements):
         raise Refuse("TFG128", "grad_ys holds a name bound to None (TF1 read ones there, a tape raises); write "
                                "tf.ones_like(y) for that target, then re-run")
-    items = [el.value for el in og.elements] if isinstance(og, (cst.List, cst.Tuple)) else []
-    if isinstance(og, cst.Name) and any(isinstance(v, (cst.List, cst.Tuple)) for v in _values_of(an, og.value, c.node)):
-        items = [el.value for v in _values_of(an, og.value, c.node) if isinstance(v, (cst.List, cst.Tuple))
-                 for el in v.elements]
+    shown = [og] if isinstance(og, (cst.List, cst.Tuple)) else _values_of(an, og.value, c.node) \
+        if isinstance(og, cst.Name) else []  # the list itself, or what a name for it was bound to
+    items = [el.value for v in shown if isinstance(v, (cst.List, cst.Tuple)) for el in v.elements]
     listed = next((i for i in items if _python_list(an, i, c.node)), None)
     if listed is not None:  # found by an adversarial run: GY = [2., 3.]; grad_ys=[GY] (also list(GY), GY[:])
         raise Refuse("TFG128", f"grad_ys holds `{an.code(listed)}`, which may be a Python list: TF1 made one "
@@ -305,7 +304,7 @@ def _bound_to_none(an, name: str, body) -> bool:
     return bool(found)
 
 
-def _values_of(an, name: str, at, depth: int = 0) -> list:
+def _values_of(an, name: str, at) -> list:
     """What ``name`` may hold at ``at``: its assignments in the enclosing function, a parameter's
     default, and module-level bindings (None where unknown)."""
     out: list = []

@@ -18,7 +18,7 @@ def still_used(name: str, source: str, path: Optional[str], project) -> bool:
     """``name``, bound by an import of the file at ``path``, may be read other than by a plain name."""
     if _DYNAMIC.search(source):
         return True  # code that reads names from strings
-    if re.search(r"__all__", source) and re.search(rf"""["']{re.escape(name)}["']""", source):
+    if "__all__" in source and re.search(rf"""["']{re.escape(name)}["']""", source):
         return True
     if re.search(rf">>>.*\b{re.escape(name)}\b", source):
         return True  # a doctest
