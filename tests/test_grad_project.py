@@ -440,3 +440,71 @@ def test_select_gradients_alone_keeps_tapes_away_from_override_maps(tmp_path):
     res = {os.path.basename(r.path): r for r in runner.run([lib, here, user], opts).results}
     assert [(s.status, s.code) for s in res["here.py"].sites] == [(MANUAL, "TFG122")]
     assert [(s.status, s.code) for s in res["user.py"].sites] == [(MANUAL, "TFG122")]
+
+
+GRAD_YS_PARAM = """\
+    import numpy as np
+    import tensorflow as tf
+
+    GYS = [[2.0, 3.0]]
+
+
+    def grads(x, gy):
+        y = x * x
+        return tf.gradients(y, x, grad_ys={spelled})[0]
+
+
+    def forward(x, gy):
+        return grads(x, gy)
+    """
+
+
+@pytest.mark.parametrize("spelled, call", [
+    ("gy", "grads(x, [[2.0, 3.0]])"),
+    ("gy", "grads(x, gy=GYS)"),
+    ("gy", "grads(x, [np.ones(2).tolist()])"),
+    ("gy", "forward(x, [[2.0, 3.0]])"),  # through the caller's own parameter
+    ("gy", "grads(x, list(GYS))"),
+    ("[gy]", "grads(x, [2.0, 3.0])"),
+    ("[gy]", "grads(x, GYS[0])"),
+    ("[gy]", "grads(x, np.ones(2).tolist())"),
+])
+def test_a_caller_passing_a_python_list_into_grad_ys_keeps_the_call(tmp_path, spelled, call):
+    """Found by an adversarial run: TF1 made one tensor of ``[2.0, 3.0]``; ``tape.gradient``
+    flattens ``output_gradients`` into two numbers and silently reads the first."""
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "lib.py", GRAD_YS_PARAM.format(spelled=spelled))
+    use = write(tmp_path, "use.py", f"""\
+        import numpy as np
+        import tensorflow as tf
+        from lib import GYS, forward, grads
+
+
+        def probe(x):
+            return {call}
+        """)
+    (site,) = run([lib, use])["lib.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG128") and "use.py:7" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("spelled, call", [
+    ("gy", "grads(x, tf.constant([2.0, 3.0]))"),
+    ("gy", "grads(x, [tf.ones([2])])"),
+    ("gy", "grads(x, [np.ones(2)])"),
+    ("[gy]", "grads(x, tf.ones([2]))"),
+    ("[gy]", "grads(x, np.ones(2))"),
+])
+def test_tensors_and_arrays_from_a_caller_into_grad_ys_still_migrate(tmp_path, spelled, call):
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "lib.py", GRAD_YS_PARAM.format(spelled=spelled))
+    use = write(tmp_path, "use.py", f"""\
+        import numpy as np
+        import tensorflow as tf
+        from lib import grads
+
+
+        def probe(x):
+            return {call}
+        """)
+    (site,) = run([lib, use])["lib.py"].sites
+    assert site.status == MIGRATED, (site.code, site.reason)

@@ -249,6 +249,88 @@ def source_structure(project: Project, path: str, func: str, sig: Signature, par
     return kinds.pop() if len(kinds) == 1 else "unknown"
 
 
+def caller_passes_list(project: Project, path: str, func: str, sig: Signature, param: str,
+                       nested: bool, hops: int = 0) -> Optional[str]:
+    """A caller of ``path:func`` that may pass a Python list for ``param`` (``nested``: a list
+    holding a list), as ``caller.py:12``; followed through a caller's own parameter.
+
+    Found by an adversarial run: ``grad_ys=gy`` with a caller passing ``[[2.0, 3.0]]``. TF1
+    made one tensor of the inner list; ``tape.gradient`` flattens it into two numbers."""
+    for site in project.callers(path, func) or []:
+        found, expr = _arg_for(site, sig, param)
+        module = project.tree(site.path)
+        if not found or module is None:
+            continue
+        names = _Names(project, site.path, module, site.scope)
+        if names.holds_list(expr) if nested else names.listish(expr):
+            return _loc(site)
+        fn = site.scope
+        if isinstance(expr, ast.Name) and isinstance(fn, ast.FunctionDef) and hops < 3 and \
+                fn in module.body and expr.id in [a.arg for a in fn.args.args] and not _bindings(fn, expr.id):
+            params = [a.arg for a in fn.args.args]
+            outer = Signature(params, dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults)),
+                              fn.args.vararg is not None or fn.args.kwarg is not None)
+            far = caller_passes_list(project, site.path, fn.name, outer, expr.id, nested, hops + 1)
+            if far is not None:
+                return far
+    return None
+
+
+class _Names:
+    """What a name may hold at a call site: its bindings in the calling function, at module
+    level, or in the project module a ``from m import name`` reads it from."""
+
+    def __init__(self, project: Project, path: str, module: ast.Module, scope: Optional[ast.AST]) -> None:
+        self.project, self.path, self.module = project, path, module
+        self.scope = scope if scope is not None else module
+
+    def values(self, name: str, depth: int) -> list:
+        vals = _bindings(self.scope, name) if self.scope is not self.module else []
+        vals += _bindings(self.module, name)
+        for node in self.module.body:
+            if isinstance(node, ast.ImportFrom) and depth < 3:
+                for a in node.names:
+                    if (a.asname or a.name) == name:
+                        where = self.project.resolve(node.module or "", node.level, self.path)
+                        tree = self.project.tree(where) if where else None
+                        if tree is not None:
+                            vals += _bindings(tree, a.name)
+        return vals
+
+    def listish(self, expr: Optional[ast.AST], depth: int = 0) -> bool:
+        """``expr`` may be a Python list or tuple: a display, ``list(..)``, a slice, ``.tolist()``,
+        an item of a list of lists, or a name bound to one of those."""
+        if isinstance(expr, (ast.List, ast.Tuple, ast.ListComp, ast.Set, ast.GeneratorExp)):
+            return True
+        if isinstance(expr, ast.Subscript):
+            return isinstance(expr.slice, ast.Slice) and self.listish(expr.value, depth) or \
+                self.holds_list(expr.value, depth)
+        if isinstance(expr, ast.Call):
+            f = expr.func
+            return isinstance(f, ast.Name) and f.id in ("list", "tuple", "sorted", "reversed") or \
+                isinstance(f, ast.Attribute) and f.attr in ("tolist", "copy")
+        if isinstance(expr, ast.Name) and depth < 3:
+            return any(v is not None and self.listish(v, depth + 1) for v in self.values(expr.id, depth))
+        return False
+
+    def holds_list(self, expr: Optional[ast.AST], depth: int = 0) -> bool:
+        """``expr`` may be a Python list with a Python list among its elements (``[[2.0, 3.0]]``)."""
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+            return any(self.listish(e, depth) for e in expr.elts)
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+            return self.listish(expr.elt, depth)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("list", "tuple") \
+                and expr.args:
+            return self.holds_list(expr.args[0], depth)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "tolist":
+            return True  # a numpy array of rank 2 or more gives nested lists
+        if isinstance(expr, ast.Subscript):
+            return self.holds_list(expr.value, depth)
+        if isinstance(expr, ast.Name) and depth < 3:
+            return any(v is not None and self.holds_list(v, depth + 1) for v in self.values(expr.id, depth))
+        return False
+
+
 def _python_number(expr: Optional[ast.AST]) -> bool:
     if isinstance(expr, ast.UnaryOp):
         expr = expr.operand

@@ -246,10 +246,34 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
     if listed is not None:  # found by an adversarial run: GY = [2., 3.]; grad_ys=[GY] (also list(GY), GY[:])
         raise Refuse("TFG128", f"grad_ys holds `{an.code(listed)}`, which may be a Python list: TF1 made one "
                                "tensor of it, a tape flattens it into numbers; wrap it in tf.constant(...) first")
+    passed = _list_from_caller(an, og, c.node)
+    if passed is not None:
+        raise Refuse("TFG128", f"grad_ys `{an.code(og)}` may be given a Python list by the caller at {passed}: "
+                               "TF1 made one tensor of it, a tape flattens it into numbers; wrap it in "
+                               "tf.constant(...) there, then re-run")
     if isinstance(og, cst.Name) and _built_list(an, og.value, body):
         raise Refuse("TFG128", f"grad_ys `{og.value}` is a list built in this function, which may hold None "
                                "(TF1 read ones there, a tape raises); write the list out with tf.ones_like(y) "
                                "for those targets, then re-run")
+
+
+def _list_from_caller(an, og, at) -> Optional[str]:
+    """A caller passing a Python list where grad_ys holds a parameter: ``grad_ys=gy`` with a list of
+    lists, or ``grad_ys=[gy]`` with a list."""
+    fn = an.parents.get(at)
+    while fn is not None and not isinstance(fn, cst.FunctionDef):
+        fn = an.parents.get(fn)
+    if fn is None:
+        return None
+    params = {p.name.value for p in list(fn.params.posonly_params) + list(fn.params.params)}
+    pairs = [(og, True)] if isinstance(og, cst.Name) else [(el.value, False) for el in og.elements] \
+        if isinstance(og, (cst.List, cst.Tuple)) else []
+    for expr, nested in pairs:
+        if isinstance(expr, cst.Name) and expr.value in params:
+            found = an.caller_list(fn, expr.value, nested)
+            if found is not None:
+                return found
+    return None
 
 
 def _enclosing_body(an, node) -> Optional[cst.CSTNode]:

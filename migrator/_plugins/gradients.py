@@ -38,7 +38,7 @@ from migrator._plugins._import_uses import still_used
 from migrator._plugins._dataflow import effects
 from migrator._plugins._grad_apply import Apply, Codegen, add_tf_import, remove_dead_imports
 from migrator._plugins._grad_callers import (
-    Signature, Verdict, callers_under_override, param_verdict, source_structure,
+    Signature, Verdict, caller_passes_list, callers_under_override, param_verdict, source_structure,
 )
 from migrator._plugins._grad_find import (
     Call, Find, Item, Refuse, check_context, may_have_candidates, parse_args,
@@ -287,6 +287,13 @@ class GradientRewrite:
         if sig is None:
             return "unknown"
         return source_structure(self.project, os.path.abspath(self.ctx.path), fn.name.value, sig, param)
+
+    def caller_list(self, fn: cst.FunctionDef, param: str, nested: bool) -> Optional[str]:
+        """A caller that may pass a Python list (``nested``: holding a list) for ``param``."""
+        sig = self._signature(fn)
+        if sig is None:
+            return None
+        return caller_passes_list(self.project, os.path.abspath(self.ctx.path), fn.name.value, sig, param, nested)
 
     def frozen(self) -> set:
         """Statements (at every block level) that hold a manual site: no tape may move them."""
