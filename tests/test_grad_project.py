@@ -508,3 +508,53 @@ def test_tensors_and_arrays_from_a_caller_into_grad_ys_still_migrate(tmp_path, s
         """)
     (site,) = run([lib, use])["lib.py"].sites
     assert site.status == MIGRATED, (site.code, site.reason)
+
+
+@pytest.mark.parametrize("arg, python", [
+    ("abs(-3.0)", True),
+    ("sum([1.0, 2.0])", True),
+    ("max(2.0, n)", False),  # `n` is unknown: may be a tensor, and max may hand it back
+    ("abs(tf.constant(-3.0))", False),  # a tensor: Tensor.__abs__
+    ("sum([tf.constant(1.0), tf.constant(2.0)])", False),
+    ("round(2.5)", True),
+    ("len(xs)", True),
+])
+def test_number_builtins_make_numbers_only_from_numbers(tmp_path, arg, python):
+    """``abs`` and ``sum`` of tensors give tensors: refusing them as Python numbers was untrue."""
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "lib.py", "import tensorflow as tf\n" + textwrap.dedent(f"""\
+
+
+        def f(x):
+            y = tf.constant([1.0, 2.0]) * x
+            return tf.gradients(y, x)
+
+
+        def probe(n, xs):
+            return f({arg})
+        """))
+    (site,) = run([lib])["lib.py"].sites
+    if python:
+        assert (site.status, site.code) == (MANUAL, "TFG126"), site.reason
+    else:
+        assert site.status == MIGRATED, (site.code, site.reason)
+
+
+@pytest.mark.parametrize("value, python", [
+    ("sum([1.0, 2.0])", True), ("abs(-2.0)", True), ("max(1.0, 2.0)", True), ("abs(T)", False),
+    ("sum([T, T])", False),
+])
+def test_number_builtins_bound_in_the_function(tmp_path, value, python):
+    lib = write(tmp_path, "lib.py", f"""\
+        import tensorflow as tf
+
+        T = tf.constant(-2.0)
+
+
+        def f():
+            x = {value}
+            y = tf.constant([1.0, 2.0]) * x
+            return tf.gradients(y, x)
+        """)
+    (site,) = run([lib])["lib.py"].sites
+    assert (site.status == MANUAL and site.code == "TFG126") == python, (site.code, site.reason)

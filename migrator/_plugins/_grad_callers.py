@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
+from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE
 from migrator.project import CallSite, Project
 
 #: callee names whose result depends only on literal arguments
@@ -339,10 +340,6 @@ def _python_number(expr: Optional[ast.AST]) -> bool:
     return isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
 
 
-#: builtins that make a Python number from anything (unless the module rebinds the name)
-_NUMBER_BUILTINS = frozenset({"float", "int", "round", "abs", "len", "sum", "min", "max"})
-
-
 def _numeric_module_value(expr: Optional[ast.AST], module: ast.Module) -> bool:
     """``math.pi``, ``float(n)``, ``np.float32(2.0)``, ``np.ones(3)``, or arithmetic of those with
     numbers: a Python or numpy value, which ``tape.watch`` refuses (TF1 differentiated a new
@@ -357,7 +354,11 @@ def _numeric_module_value(expr: Optional[ast.AST], module: ast.Module) -> bool:
     if not isinstance(root, ast.Name):
         return False
     if isinstance(expr, ast.Call) and expr.func is root:
-        return root.id in _NUMBER_BUILTINS and not _binds(module, root.id)
+        if _binds(module, root.id):
+            return False  # the module's own `abs`
+        return root.id in NUMBER_CALLS or root.id in NUMBER_IF_ARGS_ARE and bool(expr.args) and all(
+            _python_number(a) or _numeric_module_value(a, module) or isinstance(a, (ast.List, ast.Tuple)) and all(
+                _python_number(e) or _numeric_module_value(e, module) for e in a.elts) for a in expr.args)
     if isinstance(expr, (ast.Call, ast.Attribute)):
         return _imported_module(module, root.id) in ("numpy", "math")
     return False

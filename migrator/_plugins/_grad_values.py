@@ -94,7 +94,7 @@ def call_kind(call: cst.Call, qn) -> str:
         if name in _LEAF:
             return "leaf"
         return "tf"
-    names = _qnames(call.func, qn)
+    names = qnames(call.func, qn)
     if any(n == "numpy" or n.startswith("numpy.") for n in names):
         return "numpy"
     func = call.func
@@ -106,7 +106,15 @@ def call_kind(call: cst.Call, qn) -> str:
     return "project"
 
 
-def _qnames(node, qn) -> set:
+#: builtins whose result is a Python number whatever they are given (``round`` of a tensor raises)
+NUMBER_CALLS = frozenset({"float", "int", "len", "round"})
+#: builtins whose result is a Python number only when their arguments are: ``abs(t)`` and
+#: ``sum([t, u])`` give tensors, ``max(t, 0.0)`` may give either
+NUMBER_IF_ARGS_ARE = frozenset({"abs", "min", "max", "sum"})
+
+
+def qnames(node, qn) -> set:
+    """The qualified names libcst gives ``node`` (empty where it has none)."""
     try:
         got = qn.get(node, set())
         if callable(got):

@@ -9,7 +9,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import effects, touches
 from migrator._plugins._grad_find import TRAINABLE, Call, Refuse, Source, chain_items
-from migrator._plugins._grad_values import _qnames, is_fresh, value_kind
+from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, qnames, value_kind
 from migrator.tfnames import dotted
 
 
@@ -287,10 +287,13 @@ def _python_value(value: cst.BaseExpression, an, hops: int = 0) -> bool:
     if isinstance(value, (cst.List, cst.Tuple)):
         return bool(value.elements) and all(_python_value(el.value, an) for el in value.elements)
     if isinstance(value, cst.Call):
-        if isinstance(value.func, cst.Name) and value.func.value in ("float", "int", "round", "abs", "len", "sum"):
-            return an.call_kind(value) == "builtin" or any(
-                q == f"builtins.{value.func.value}" for q in _qnames(value.func, an.qn))
+        name = value.func.value if isinstance(value.func, cst.Name) else None
+        if name in NUMBER_CALLS or name in NUMBER_IF_ARGS_ARE:
+            builtin = an.call_kind(value) == "builtin" or any(
+                q == f"builtins.{name}" for q in qnames(value.func, an.qn))
+            return builtin and (name in NUMBER_CALLS or bool(value.args) and all(
+                a.star == "" and _python_value(a.value, an, hops) for a in value.args))
         return an.call_kind(value) == "numpy"
     if isinstance(value, cst.Attribute):  # math.pi, np.e
-        return any(q.split(".")[0] in ("math", "numpy") for q in _qnames(value, an.qn))
+        return any(q.split(".")[0] in ("math", "numpy") for q in qnames(value, an.qn))
     return False
