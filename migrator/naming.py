@@ -44,6 +44,8 @@ class NameAllocator:
     def __init__(self, module: cst.Module):
         self._module = module
         self._taken: set[str] | None = None
+        self._handed: set[str] = set()  # names given out for module level (imports, wrappers)
+        self._in_function: dict[int, set[str]] = {}
 
     @property
     def taken(self) -> set[str]:
@@ -58,4 +60,20 @@ class NameAllocator:
             name = f"{base}_{i}"
             i += 1
         self.taken.add(name)
+        self._handed.add(name)
+        return name
+
+    def fresh_in(self, base: str, function: cst.CSTNode | None) -> str:
+        """A name for a local of ``function``: unused anywhere in it (nested code included), not
+        given out in it before, nor for module level.  Two functions can each hoist ``loss_sum``;
+        a name used nowhere in the function shadows nothing it reads.  Module level: :meth:`fresh`."""
+        if not isinstance(function, cst.FunctionDef):
+            return self.fresh(base)
+        taken = self._in_function.setdefault(id(function), used_names(function))
+        name, i = base, 1
+        while name in taken or name in self._handed or not name.isidentifier():
+            name = f"{base}_{i}"
+            i += 1
+        taken.add(name)
+        self.taken.add(name)  # a later module-level name must not be shadowed by it
         return name

@@ -120,6 +120,13 @@ class BlockPlanner:
             return None
         return flat, groups
 
+    def _function(self, c: Call):
+        """The function holding the call (None at module level or in a class body)."""
+        cur = self.an.parents.get(c.node)
+        while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+            cur = self.an.parents.get(cur)
+        return cur if isinstance(cur, cst.FunctionDef) else None
+
     def _generated(self, c: Call, shadowed: set) -> list[Item]:
         """Items the rewrite adds before the call: a hoisted ys, the inner gradient of a hessian."""
         an = self.an
@@ -129,7 +136,7 @@ class BlockPlanner:
         ys = c.names.setdefault("ys_expr", c.ys)
         keys = chain_items(ys) if not isinstance(ys, cst.Tuple) else None
         if keys is None:
-            name = c.names.get("ys") or an.names.fresh(_readable(ys))  # planned again: same name
+            name = c.names.get("ys") or an.names.fresh_in(_readable(ys), self._function(c))  # planned again: same name
             c.names["ys"] = name
             it = item_for(an, ys, shadowed, frozenset(self.scope_locals))
             it.fx.writes = {name}
@@ -145,7 +152,8 @@ class BlockPlanner:
             inner = Call(node=None, kind="grad", ys=ys_expr, xs=c.xs, partner=c, line=c.line, col=c.col)
             c.partner = inner
             key = dotted(c.xs) or dotted(c.xs.elements[0].value)
-            tname = c.names.get("inner") or an.names.fresh(f"d{_short(ys_keys)}_d{key.rsplit('.', 1)[-1]}")
+            tname = c.names.get("inner") or an.names.fresh_in(f"d{_short(ys_keys)}_d{key.rsplit('.', 1)[-1]}",
+                                                              self._function(c))
             c.names["inner"] = tname
             inner.target = tname
             inner.ys_keys = ys_keys
