@@ -11,7 +11,7 @@ import ast
 import re
 from bisect import bisect_left
 from collections import deque
-from typing import Optional
+from typing import Iterable, Optional
 
 
 _LINE_END = re.compile(r"\r\n?|\n")
@@ -46,3 +46,19 @@ def walk_near(tree: ast.AST, lines: Optional[list[int]]):
                 continue
         todo.extend(ast.iter_child_nodes(node))
         yield node
+
+
+def import_aliases(nodes: Iterable[ast.AST]) -> dict[str, str]:
+    """Name -> what it names, for the import statements among ``nodes`` (``tree.body`` for
+    top-level imports, ``ast.walk(tree)`` for all): ``import a.b`` binds ``a`` to ``a``,
+    ``import a.b as c`` binds ``c`` to ``a.b``, ``from m import n as k`` binds ``k`` to
+    ``m.n``.  Relative imports name no installed module and are left out."""
+    out: dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out

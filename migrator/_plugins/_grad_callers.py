@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE
+from migrator.astwalk import import_aliases
 from migrator.project import CallSite, Project
 
 #: callee names whose result depends only on literal arguments
@@ -360,7 +361,7 @@ def _numeric_module_value(expr: Optional[ast.AST], module: ast.Module) -> bool:
             _python_number(a) or _numeric_module_value(a, module) or isinstance(a, (ast.List, ast.Tuple)) and all(
                 _python_number(e) or _numeric_module_value(e, module) for e in a.elts) for a in expr.args)
     if isinstance(expr, (ast.Call, ast.Attribute)):
-        return _imported_module(module, root.id) in ("numpy", "math")
+        return import_aliases(module.body).get(root.id) in ("numpy", "math")
     return False
 
 
@@ -368,16 +369,6 @@ def _binds(module: ast.Module, name: str) -> bool:
     return any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name or
                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) or
                isinstance(n, ast.alias) and (n.asname or n.name) == name for n in ast.walk(module))
-
-
-def _imported_module(module: ast.Module, name: str) -> Optional[str]:
-    """The module a top-level ``import m`` / ``import m as name`` binds to ``name``, if one does."""
-    for node in module.body:
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if (a.asname or a.name.split(".")[0]) == name:
-                    return a.name if a.asname else a.name.split(".")[0]
-    return None
 
 
 def callers_under_override(project: Project, path: str, func: str) -> Optional[str]:

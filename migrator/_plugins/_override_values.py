@@ -31,6 +31,7 @@ from migrator._plugins._override_tfvalues import (
     tensor,
     tf_call_value,
 )
+from migrator.astwalk import import_aliases
 from migrator.tfnames import normalize
 
 
@@ -305,19 +306,7 @@ class _AstFile:
 
     def __init__(self, tree: Optional[ast.Module]):
         self.tree = tree
-        self.aliases: dict[str, str] = {}
-        if tree is None:
-            return
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.asname:
-                        self.aliases[a.asname] = a.name
-                    else:
-                        self.aliases[a.name.split(".")[0]] = a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for a in node.names:
-                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        self.aliases: dict[str, str] = import_aliases(ast.walk(tree)) if tree is not None else {}
 
     def qualified(self, node: ast.AST) -> Optional[str]:
         parts = []
