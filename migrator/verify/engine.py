@@ -67,8 +67,12 @@ class PairResult:
 
 
 # ------------------------------------------------------------------ children
-def _child_env() -> dict:
+def _child_env(tmp: Optional[str] = None) -> dict:
     env = dict(os.environ)
+    if tmp is not None:
+        # a harness child ends with os._exit, so autograph's atexit never deletes its generated
+        # modules (thousands a test run): a temp folder that goes with the run's work folder
+        env["TMPDIR"] = tmp
     env.update({
         "PYTHONHASHSEED": "0",
         "TF_CPP_MIN_LOG_LEVEL": "3",
@@ -88,9 +92,11 @@ class _Child:
         with open(self.req_path, "wb") as fh:
             pickle.dump(request, fh, protocol=4)
         self.log = open(self.log_path, "wb")
+        tmp = os.path.join(workdir, f"{tag}.tmp")
+        os.makedirs(tmp, exist_ok=True)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _BOOT.format(repo=_REPO), self.req_path, self.out_path],
-            cwd=cwd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=_child_env(),
+            cwd=cwd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=_child_env(tmp),
             start_new_session=True,
         )
         self.timed_out = False
