@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from migrator._plugins._grad_find import Call, Group, Item
+from migrator._plugins._grad_model import Call, Group, Item
 from migrator.tfnames import dotted, is_docstring
 
 

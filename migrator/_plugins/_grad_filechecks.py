@@ -9,7 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator._plugins._grad_find import Refuse
+from migrator._plugins._grad_model import Refuse
 from migrator._plugins._grad_values import call_kind, calls_in
 from migrator.pipeline import imported_modules, module_names_for
 

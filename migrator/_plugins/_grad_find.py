@@ -7,12 +7,13 @@ reorders the statement: ``_grad_order``).  What the call *computes* is proved in
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
+from migrator._plugins import _grad_per_index as per_index
+from migrator._plugins._grad_model import Call, Refuse
 from migrator._plugins._grad_order import none_tested, order_problem
 from migrator._plugins._grad_values import nested_python_list
 from migrator.tfnames import LazyQualifiedNameProvider, dotted, normalize, tf_name
@@ -50,111 +51,6 @@ SIGNATURES = {
 #: functions whose function arguments run in graph-only control flow
 GRAPH_FN_CALLS = {"tensorflow.while_loop", "tensorflow.cond", "tensorflow.case", "tensorflow.switch_case",
                   "tensorflow.map_fn", "tensorflow.scan", "tensorflow.foldl", "tensorflow.foldr"}
-
-STATE = "<state>"  # pseudo key: what the project's code may read and write besides names
-TRAINABLE = "<trainable variables>"  # pseudo key: the sources are every trainable variable
-
-
-class Refuse(Exception):
-    def __init__(self, code: str, reason: str):
-        super().__init__(reason)
-        self.code, self.reason = code, reason
-
-
-@dataclass
-class Source:
-    """One source the tape must watch: the expression as written at the call."""
-
-    key: str  # dotted key (``x``, ``self.w``, ``params``)
-    expr: cst.BaseExpression
-    after: Optional[int] = None  # watch right after this item; None: at the start of the tape
-    watch: Optional[list] = None  # expressions to watch instead of ``expr`` (the values a list names)
-    inner: Optional[cst.CSTNode] = None  # watch after this line inside the with body of item ``after``
-
-
-@dataclass
-class Call:
-    """One gradient call (or the inner gradient of a tf.hessians)."""
-
-    node: Optional[cst.Call]  # None for the synthetic inner gradient of tf.hessians
-    kind: str  # grad | hess | jac | bjac
-    replace: Optional[cst.CSTNode] = None  # the node replaced in the statement (call or call[0])
-    index0: bool = False
-    line: int = 0
-    col: int = 1
-    ys: Optional[cst.BaseExpression] = None
-    xs: Optional[cst.BaseExpression] = None
-    kwargs: dict = field(default_factory=dict)  # new keyword -> expression
-    notes: list = field(default_factory=list)
-    persistent: bool = False  # the call itself needs a persistent tape
-    refused: Optional[Refuse] = None
-    partner: Optional["Call"] = None  # hessian <-> its inner gradient
-    # planning and proof
-    item: int = -1  # index of the statement item holding the call
-    ys_keys: set = field(default_factory=set)
-    sources: list = field(default_factory=list)  # [Source]
-    target: Optional[str] = None  # result name of a synthetic inner gradient
-    region: tuple = (0, 0)
-    group: Optional["Group"] = None
-    xs_kind: str = "tensor"  # a single source name: "tensor", "list" or "unknown"
-    proof: list = field(default_factory=list)
-    assumptions: list = field(default_factory=list)
-    #: set when the tape goes in an enclosing block (_grad_home): {"loop", "ys_keys", "over"}
-    lifted: Optional[dict] = None
-    #: the sources are an expression of names (``[a[i], b]``, ``x + ys``): the tape watches the names
-    xs_leaves: bool = False
-    #: names generated for this call (a hoisted target, a hessian's inner gradient), kept across plans
-    names: dict = field(default_factory=dict)
-
-
-@dataclass
-class Item:
-    """A statement of a block, original or generated (hoisted ys, inner gradient)."""
-
-    orig: Optional[cst.BaseStatement]
-    fx: object  # _dataflow.Effects
-    inert: bool
-    calls: list = field(default_factory=list)
-    hoist: Optional[tuple] = None  # (name, expr) for a hoisted ys
-    inner: Optional[Call] = None  # the synthetic inner gradient of a tf.hessians
-    owner: Optional[Call] = None  # the call a generated item belongs to
-    kinds: frozenset = frozenset()  # kinds of the calls it makes (_grad_values.call_kind)
-    maybe_mutates: frozenset = frozenset()  # keys passed to project code, which may mutate them
-    #: keys the statement may read before binding them itself (_dataflow.exposed); None: all reads
-    exposed: Optional[tuple] = None
-
-    @property
-    def exposed_reads(self) -> set:
-        return self.fx.reads if self.exposed is None else self.exposed[0]
-
-    @property
-    def exposed_data(self) -> set:
-        return self.fx.data if self.exposed is None else self.exposed[1]
-
-    @property
-    def dead(self) -> bool:
-        return self.owner is not None and self.owner.refused is not None
-
-
-@dataclass
-class Group:
-    """One tape: its with-block spans items s..e, its calls come after."""
-
-    s: int
-    e: int
-    calls: list = field(default_factory=list)
-    children: list = field(default_factory=list)
-    name: str = ""
-
-    @property
-    def ks(self) -> list:
-        return [c.item for c in self.calls]
-
-    def all_calls(self):
-        yield from self.calls
-        for ch in self.children:
-            yield from ch.all_calls()
-
 
 class Find(cst.CSTVisitor):
     """Candidate calls, K.gradients, graph-only functions, imports; all with metadata."""
@@ -374,7 +270,7 @@ def is_index0(node: cst.CSTNode, parent: cst.CSTNode) -> bool:
     )
 
 
-def check_context(c: Call, parents, find: Find) -> None:
+def check_context(c: Call, parents, find: Find, tf_name_of=None) -> None:
     """Refuse a call that stands where no tape can be opened before it."""
     node: cst.CSTNode = c.node
     parent = parents.get(node)
@@ -397,8 +293,13 @@ def check_context(c: Call, parents, find: Find) -> None:
             if id(cur) in find.graph_fn_nodes:
                 raise Refuse("TFG121", "the call is inside a function passed to tf.while_loop/tf.cond, which runs in "
                                        "graph-only control flow; keep it in graph mode (tf.function) or use a tape")
-            raise Refuse("TFG128", "the call is inside a lambda or comprehension; bind its result "
-                                   "to a name in a statement first")
+            per = per_index.comprehension(cur, child, tf_name_of) if tf_name_of else None
+            if per is None or not per_index.call_ok(c, per, tf_name_of, parents):
+                raise Refuse("TFG128", "the call is inside a lambda or comprehension; bind its result "
+                                       "to a name in a statement first")
+            c.per_index, c.persistent = per, True
+            child, cur = cur, parents.get(cur)
+            continue
         if isinstance(cur, cst.While) and child is cur.test:
             raise Refuse("TFG128", "the call is in a while condition; compute it in a statement first")
         if (isinstance(cur, cst.IfExp) and child is not cur.test or isinstance(cur, cst.BooleanOperation)

@@ -13,7 +13,9 @@ import libcst as cst
 
 from migrator._plugins._aliases import type_method_mutations, widen_mutations
 from migrator._plugins._dataflow import Effects, effects, exposed
-from migrator._plugins._grad_find import STATE, Call, Group, Item, Refuse, chain_items
+from migrator._plugins import _grad_per_index as per_index
+from migrator._plugins._grad_find import chain_items
+from migrator._plugins._grad_model import STATE, Call, Group, Item, Refuse
 from migrator._plugins._grad_proof import BlockScope, Prover
 from migrator._plugins._grad_values import is_inert
 from migrator.tfnames import dotted
@@ -136,15 +138,19 @@ class BlockPlanner:
         ys = c.names.setdefault("ys_expr", c.ys)
         keys = chain_items(ys) if not isinstance(ys, cst.Tuple) else None
         if keys is None:
-            name = c.names.get("ys") or an.names.fresh_in(_readable(ys), self._function(c))  # planned again: same name
+            per = c.per_index  # `y[:, i]` for each i: every slice is taken inside the tape, then indexed
+            base = per_index.name_for(ys, per["var"]) if per else _readable(ys)
+            name = c.names.get("ys") or an.names.fresh_in(base, self._function(c))  # planned again: same name
             c.names["ys"] = name
+            if per:
+                ys = per_index.hoisted(ys, per)
             it = item_for(an, ys, shadowed, frozenset(self.scope_locals))
             it.fx.writes = {name}
             it.fx.assigns = {name}
             it.orig, it.hoist, it.owner, it.inert = None, (name, ys), c, False
             pre.append(it)
             ys_keys = {name}
-            ys_expr: cst.BaseExpression = cst.Name(name)
+            ys_expr: cst.BaseExpression = per_index.indexed(name, per["var"]) if per else cst.Name(name)
         else:
             ys_keys = {k_ for k_, _ in keys}
             ys_expr = ys

@@ -32,7 +32,8 @@ from typing import Optional
 import libcst as cst
 
 from migrator._plugins._dataflow import touches
-from migrator._plugins._grad_find import STATE, TRAINABLE, Call, Item, Refuse, Source, chain_items
+from migrator._plugins._grad_find import chain_items
+from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
 from migrator.tfnames import dotted

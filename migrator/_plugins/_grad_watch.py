@@ -8,7 +8,8 @@ from typing import Optional
 import libcst as cst
 
 from migrator._plugins._dataflow import effects, touches
-from migrator._plugins._grad_find import TRAINABLE, Call, Refuse, Source, chain_items
+from migrator._plugins._grad_find import chain_items
+from migrator._plugins._grad_model import TRAINABLE, Call, Refuse, Source
 from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, qnames, value_kind
 from migrator.tfnames import dotted
 

@@ -40,9 +40,8 @@ from migrator._plugins._grad_apply import Apply, Codegen, add_tf_import, remove_
 from migrator._plugins._grad_callers import (
     Signature, Verdict, caller_passes_list, callers_under_override, param_verdict, source_structure,
 )
-from migrator._plugins._grad_find import (
-    Call, Find, Item, Refuse, check_context, may_have_candidates, parse_args,
-)
+from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
+from migrator._plugins._grad_model import Call, Item, Refuse
 from migrator._plugins._grad_home import home
 from migrator._plugins._grad_filechecks import (
     calls_manual_gradient,
@@ -120,7 +119,7 @@ class GradientRewrite:
                 c.refused = file_refusal
         by_block: dict[int, tuple] = {}
         for c in self.calls:
-            stmt, block = home(c, self.parents)
+            stmt, block = home(c, self.parents, self.tf_name)
             by_block.setdefault(id(block), (block, []))[1].append((stmt, c))
         # plan inner blocks first (their refusals freeze statements of outer blocks),
         # then name tapes outer first (inner blocks must not reuse a name alive around them)
@@ -159,7 +158,7 @@ class GradientRewrite:
         c = Call(node=node, kind=kind, line=p.line, col=p.column + 1)
         try:
             parse_args(c, self.code)
-            check_context(c, self.parents, self.find)
+            check_context(c, self.parents, self.find, self.tf_name)
         except Refuse as r:
             c.refused = r
         return c

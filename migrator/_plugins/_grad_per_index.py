@@ -1,0 +1,190 @@
+"""One gradient per index: ``tf.gradients(y[:, i], x)`` for each ``i`` in ``range(n)``.
+
+DeepFool, JSMA and per-class saliency take the gradient of each output column
+of a model run once::
+
+    y = model(x)
+    gs = [tf.gradients(y[:, i], x)[0] for i in range(n)]       # or a for loop
+
+The slice ``y[:, i]`` is an op: a tape must record it, so it cannot be taken
+at ``tape.gradient`` after the tape has closed.  The rewrite takes every slice
+inside the tape, next to the forward pass, and indexes the list per iteration::
+
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = model(x)
+        y_by_i = [y[:, i] for i in range(n)]
+    gs = [tape.gradient(y_by_i[i], x) for i in range(n)]
+
+Sound when taking all the slices first computes what the loop took one at a
+time: the iterable is ``range(n)`` of names and numbers (the same indices both
+times, and each index is its slice's position in the list), every iteration reaches the call (a comprehension with no ``if``;
+a loop body with no ``break``, ``continue``, ``return``, ``raise`` or ``yield``,
+the call not under an ``if``/``try`` in it), nothing in the loop rebinds the
+index or what the slice reads (checked where the tape is placed), and the
+slice runs no code of its own: subscripts, operators and a few pure TF
+reductions of one tensor, nothing random or stateful.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from migrator.tfnames import dotted
+
+#: TF functions a per-index target may call: pure, deterministic, one tensor in, one out
+_PURE_TF = frozenset({
+    "tensorflow.reduce_sum", "tensorflow.reduce_mean", "tensorflow.reduce_max", "tensorflow.reduce_min",
+    "tensorflow.math.reduce_sum", "tensorflow.math.reduce_mean", "tensorflow.math.reduce_max",
+    "tensorflow.math.reduce_min", "tensorflow.squeeze", "tensorflow.log", "tensorflow.math.log",
+    "tensorflow.exp", "tensorflow.math.exp", "tensorflow.square", "tensorflow.math.square",
+})
+
+
+def comprehension(comp: cst.CSTNode, child: cst.CSTNode, an_tf_name) -> Optional[dict]:
+    """``{"var", "range", "over"}`` when the call sits in the element of ``[... for i in range(n)]``
+    (one ``for``, no ``if``, a list display: generators run lazily, elsewhere)."""
+    if not isinstance(comp, cst.ListComp) or child is not comp.elt:
+        return None
+    return _header(comp.for_in.target, comp.for_in.iter, comp, an_tf_name) if (
+        comp.for_in.inner_for_in is None and not comp.for_in.ifs and comp.for_in.asynchronous is None) else None
+
+
+def loop(owner: cst.CSTNode, stmt: cst.CSTNode, an_tf_name) -> Optional[dict]:
+    """The same for ``for i in range(n):`` whose body runs ``stmt`` (holding the call) on every
+    iteration: ``stmt`` is a statement of the body itself, and nothing leaves an iteration early."""
+    if not isinstance(owner, cst.For) or owner.orelse is not None or owner.asynchronous is not None:
+        return None
+    if not isinstance(owner.body, cst.IndentedBlock) or not any(s is stmt for s in owner.body.body):
+        return None
+    if _leaves_early(owner.body):
+        return None
+    return _header(owner.target, owner.iter, owner, an_tf_name)
+
+
+def _header(target, it, over, an_tf_name) -> Optional[dict]:
+    if not isinstance(target, cst.Name) or not isinstance(it, cst.Call):
+        return None
+    if not (isinstance(it.func, cst.Name) and it.func.value == "range") or an_tf_name(it) is not None:
+        return None
+    # `range(n)` only: the list of targets is indexed by the loop variable, so index and value
+    # must agree (`range(1, 3)` would read the wrong slice, or past the end)
+    if len(it.args) != 1 or it.args[0].keyword is not None or it.args[0].star or not _plain(it.args[0].value):
+        return None
+    return {"var": target.value, "range": it, "over": over}
+
+
+def _plain(expr: cst.BaseExpression) -> bool:
+    """Names, attributes, numbers and arithmetic of them: the same value when evaluated again."""
+    if isinstance(expr, (cst.Integer, cst.Name)) or dotted(expr) is not None:
+        return True
+    if isinstance(expr, cst.BinaryOperation):
+        return _plain(expr.left) and _plain(expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _plain(expr.expression)
+    return False
+
+
+def _leaves_early(body: cst.CSTNode) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Break(self, n):
+            found.append(n)
+
+        def visit_Continue(self, n):
+            found.append(n)
+
+        def visit_Return(self, n):
+            found.append(n)
+
+        def visit_Raise(self, n):
+            found.append(n)
+
+        def visit_Yield(self, n):
+            found.append(n)
+
+        def visit_FunctionDef(self, n):
+            return False  # a nested def's returns are its own
+
+        def visit_Lambda(self, n):
+            return False
+
+    body.visit(V())
+    return bool(found)
+
+
+def call_ok(c, info: dict, an_tf_name, parents) -> bool:
+    """A ``tf.gradients`` whose target is an expression of the index and whose sources and
+    other arguments are not; not in a class body (a comprehension there cannot see its names)."""
+    if c.kind != "grad" or c.per_index is not None or dotted(c.ys) is not None or isinstance(c.ys, (cst.List,
+                                                                                                   cst.Tuple)):
+        return False
+    var = info["var"]
+    if not target_ok(c.ys, var, an_tf_name) or _reads(c.xs, var) or any(_reads(v, var) for v in c.kwargs.values()):
+        return False
+    cur = parents.get(info["over"])
+    while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.Module)):
+        if isinstance(cur, cst.ClassDef):
+            return False
+        cur = parents.get(cur)
+    return True
+
+
+def _reads(expr: Optional[cst.CSTNode], var: str) -> bool:
+    todo = [expr] if expr is not None else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.Name) and node.value == var:
+            return True
+        todo.extend(node.children)
+    return False
+
+
+def target_ok(ys: cst.BaseExpression, var: str, an_tf_name) -> bool:
+    """The target reads the index and runs no code of its own (see the module docstring)."""
+    reads_var = False
+    todo: list = [ys]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.Name) and node.value == var:
+            reads_var = True
+        if isinstance(node, (cst.Lambda, cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp,
+                             cst.NamedExpr, cst.Await, cst.Yield)):
+            return False
+        if isinstance(node, cst.Call):
+            if an_tf_name(node) not in _PURE_TF or any(a.star for a in node.args):
+                return False
+            todo.extend(a.value for a in node.args)
+            continue
+        todo.extend(node.children)
+    return reads_var
+
+
+def hoisted(ys: cst.BaseExpression, info: dict) -> cst.ListComp:
+    """``[ys for i in range(n)]``: every target, taken inside the tape.  The element is the
+    original node (its names resolve through the file's metadata); the call it sat in is
+    replaced, so it is written once."""
+    return cst.ListComp(elt=ys, for_in=cst.CompFor(
+        target=cst.Name(info["var"]), iter=info["range"].deep_clone()))
+
+
+def name_for(ys: cst.BaseExpression, var: str) -> str:
+    """``y[:, i]`` -> ``y_by_i``; ``tf.reduce_sum(logits[i])`` -> ``logits_by_i``."""
+    node = ys
+    while True:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call) and node.args:
+            node = node.args[0].value
+        elif isinstance(node, cst.BinaryOperation):
+            node = node.left
+        else:
+            break
+    base = dotted(node)
+    return f"{base.rsplit('.', 1)[-1]}_by_{var}" if base else f"targets_by_{var}"
+
+
+def indexed(name: str, var: str) -> cst.Subscript:
+    return cst.Subscript(value=cst.Name(name), slice=[cst.SubscriptElement(cst.Index(cst.Name(var)))])
