@@ -712,3 +712,43 @@ def test_the_wrapper_spells_a_renamed_tf1_function_as_tf2_does():
                 return tf.floordiv(x, y)
         """)
     assert "tf.math.floordiv(" in out and "tf.floordiv(" not in out, out
+
+
+@pytest.mark.parametrize("graph", ["K.get_session().graph", "tf.Session().graph", "sess.graph"])
+def test_a_session_graph_handle_goes_with_its_override_under_unsafe_fixes(graph):
+    """Found on real code (a gradient-reversal layer): `g = K.get_session().graph` stayed after the
+    rewrite, and TF2 Keras has no get_session, so the migrated layer could not run at all."""
+    src = textwrap.dedent(f"""\
+        import tensorflow as tf
+        from keras import backend as K
+
+
+        def reverse(x, sess):
+            @tf.RegisterGradient("RevGrad")
+            def _rev(op, grad):
+                return [-0.5 * grad]
+
+            g = {graph}
+            with g.gradient_override_map({{"Identity": "RevGrad"}}):
+                y = tf.identity(x)
+            return y * 2.0
+        """)
+    out, sites = migrate_text(src, "m.py", options=Options(unsafe_fixes=True))
+    assert [s.status for s in sites] == [MIGRATED] * 2 and "g = " not in out and ".graph" not in out, out
+
+
+def test_nested_registrations_of_the_same_name_in_two_functions_are_separate():
+    """A def nested in one function is not used by another function's def of the same name."""
+    body = """
+        def {f}(x):
+            @tf.RegisterGradient("{op}")
+            def _rev(op, grad):
+                return [-0.5 * grad]
+
+            with tf.get_default_graph().gradient_override_map({{"Identity": "{op}"}}):
+                return tf.identity(x)
+        """
+    src = "import tensorflow as tf\n" + textwrap.dedent(body.format(f="f", op="RevA")) + \
+        textwrap.dedent(body.format(f="g", op="RevB"))
+    out, sites = migrate_text(src, "m.py")
+    assert [s.status for s in sites] == [MIGRATED] * 4, [(s.code, s.reason) for s in sites]

@@ -146,7 +146,8 @@ class RegistrationProof:
             return
         name = fn.name.value
         uses = _NameLoads(name)
-        self.found.module.visit(uses)
+        # a def nested in a function is seen only there: another function's own `_rev` is not it
+        (reg.scope.node if reg.scope.parent is not None and reg.scope.node is not None else self.found.module).visit(uses)
         reg_arg = reg.stmt.body[0].value.args[0].value if reg.stmt is not None else None  # type: ignore[union-attr]
         for use in uses.loads:
             if use is fn.name or use is reg_arg:

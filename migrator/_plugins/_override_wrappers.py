@@ -91,6 +91,11 @@ def _maybe_dead(p, key: str, b: Block) -> None:
     p.plan.maybe_dead.add(key)
 
 
+_SESSION_GETTERS = ("keras.backend.get_session", "tensorflow.Session", "tensorflow.InteractiveSession",
+                    "tensorflow.get_default_session", "compat.v1.Session", "compat.v1.get_default_session",
+                    "compat.v1.InteractiveSession")
+
+
 def _pure(p, value) -> bool:
     """Deleting a binding to this value (once dead) drops no side effect."""
     if isinstance(value, cst.Name):
@@ -98,7 +103,10 @@ def _pure(p, value) -> bool:
     if isinstance(value, cst.Call):
         return p.prover.is_default_graph_call(value)  # also `get_graph()` returning it
     if isinstance(value, cst.Attribute) and value.attr.value == "graph":
-        return dotted(value) is not None
+        # `sess.graph`, or the graph of a session a getter makes (`K.get_session().graph`): a
+        # session made or fetched for its graph alone; TF2 has none (found on real code)
+        return dotted(value) is not None or isinstance(value.value, cst.Call) and any(
+            q.endswith(_SESSION_GETTERS) for q in p.prover.col.qualified(value.value))
     if isinstance(value, cst.Dict):
         return all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
                    and isinstance(e.value, (cst.SimpleString, cst.Name)) for e in value.elements)
