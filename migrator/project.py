@@ -25,6 +25,7 @@ from migrator.astwalk import hit_lines
 from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds
 from migrator.notebook import notebook_code
 from migrator.patches import GRAPH_GRADIENT_MAPS, gradients_patch_nodes, registry_use_lines, word_lines
+from migrator.project_calls import CallSite, calls_of, dotted, local_names_for
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 #: a project larger than this is not scanned whole; answers that need the whole
@@ -62,16 +63,6 @@ class Location:
         return f"{self.path}:{self.line}"
 
 
-@dataclass(frozen=True)
-class CallSite:
-    """A call of a project function: where, and the argument expressions (ast)."""
-
-    path: str
-    line: int
-    call: ast.Call
-    scope: Optional[ast.AST]  # the function (or module) holding the call
-
-
 class Project:
     def __init__(self, root: Optional[str], originals: Optional[dict] = None) -> None:
         self.root = os.path.abspath(root) if root else None
@@ -84,6 +75,7 @@ class Project:
         self._imported: dict[str, list[tuple[str, int]]] = {}
         self._overrides: dict[str, list[Location]] = {}
         self._registry: Optional[tuple] = None  # (registry_patches(),) once asked
+        self._dynamic: Optional[bool] = None  # some file imports modules by computed name
 
     # -- files ------------------------------------------------------------
     def files(self) -> Optional[list[str]]:
@@ -216,6 +208,23 @@ class Project:
             frontier = nxt
         return found
 
+    def may_run_together(self, a: str, b: str, depth: int = 8) -> bool:
+        """Whether ``a`` and ``b`` may be loaded in one process: one imports the other, or some
+        project file imports both (through project modules).  True when that cannot be told:
+        the project could not be scanned, or some file imports modules by computed name."""
+        a, b = os.path.abspath(a), os.path.abspath(b)
+        if a == b:
+            return True
+        if self._dynamic is None:
+            hits = [self.grep(w) for w in (b"importlib", b"__import__", b"runpy", b"imp.load_")]
+            self._dynamic = any(h is None or h for h in hits)
+        if self._dynamic:
+            return True
+        ups = self.importers(a, depth)
+        if ups is None:
+            return True
+        return any(r == b or b in self.import_closure(r, depth) for r in [a] + ups)
+
     def text_hits(self, paths: Iterable[str], needles: Iterable[bytes]) -> list[Location]:
         """Where any of ``needles`` occurs in code (not comments or strings) of ``paths``."""
         out: list[Location] = []
@@ -251,14 +260,14 @@ class Project:
             tree = self.tree(q)
             if tree is None:
                 return None  # it names `name` but cannot be parsed: a use cannot be ruled out
-            names = _local_names_for(self, tree, q, path, name)
+            names = local_names_for(self, tree, q, path, name)
             if names is None:
                 return None
             for node in ast.walk(tree):
                 if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names) \
                         and self.resolve(node.module or "", node.level, q) == path:
                     out.append(Location(q, node.lineno, name))
-                elif isinstance(node, (ast.Name, ast.Attribute)) and _dotted(node) in names - {name}:
+                elif isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) in names - {name}:
                     out.append(Location(q, node.lineno, name))
         return out
 
@@ -319,10 +328,10 @@ class Project:
                 if q == path:
                     return None
                 continue
-            names = _local_names_for(self, tree, q, path, func)
+            names = local_names_for(self, tree, q, path, func)
             if names is None:
                 return None
-            found = _calls_of(tree, q, names)
+            found = calls_of(tree, q, names)
             if found is None:
                 return None
             out += found
@@ -391,66 +400,6 @@ def _imports(project: Project, path: str):
                 sub = project.resolve(f"{mod}.{a.name}" if mod else a.name, node.level, path)
                 if sub is not None:
                     yield sub, node.lineno
-
-
-def _local_names_for(project: Project, tree: ast.Module, q: str, defining: str, func: str):
-    """How file ``q`` spells a reference to ``defining.func``: a set of bare names and
-    ``alias.func`` strings; None when it cannot be told (star import)."""
-    names: set[str] = {func} if q == defining else set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            target = project.resolve(node.module or "", node.level, q)
-            for a in node.names:
-                if a.name == "*" and target == defining:
-                    return None
-                if a.name == func and target == defining:
-                    names.add(a.asname or a.name)
-                sub = project.resolve(f"{node.module}.{a.name}" if node.module else a.name, node.level, q)
-                if sub == defining:
-                    names.add(f"{a.asname or a.name}.{func}")
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                if project.resolve(a.name, 0, q) == defining:
-                    names.add(f"{a.asname or a.name}.{func}")
-    return names
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-def _calls_of(tree: ast.Module, q: str, names: set) -> Optional[list[CallSite]]:
-    if not names:
-        return []
-    out: list[CallSite] = []
-    call_funcs: set[int] = set()
-    scopes: dict[int, ast.AST] = {}
-
-    def walk(node: ast.AST, scope: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else scope
-            scopes[id(child)] = scope
-            walk(child, inner)
-
-    walk(tree, tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _dotted(node.func) in names:
-            call_funcs.add(id(node.func))
-            out.append(CallSite(q, node.lineno, node, scopes.get(id(node))))
-    for node in ast.walk(tree):
-        if id(node) in call_funcs:
-            continue
-        ref = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-        if ref in names and isinstance(getattr(node, "ctx", None), ast.Load):
-            return None  # used as a value: its calls cannot be listed
-    return out
 
 
 _PROJECTS: dict[tuple, tuple] = {}

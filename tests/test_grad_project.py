@@ -36,6 +36,7 @@ def test_a_patch_in_a_module_outside_the_run_keeps_every_call(tmp_path):
         tf.__dict__["gradients"] = memory_saving_gradients.gradients_memory
         """)
     user = write(tmp_path, "pkg/train.py", GRAD_USER)
+    write(tmp_path, "pkg/main.py", "import patch\nimport train\n")  # loaded together
     (site,) = run([user])["train.py"].sites
     assert (site.status, site.code) == (MANUAL, "TFG131") and "patch.py:3" in site.reason
 
@@ -177,6 +178,7 @@ def test_a_register_once_guard_on_the_registry_is_not_a_patch(tmp_path):
                 return tf.where(grad > 0.0, grad, tf.zeros_like(grad))
         """)
     user = write(tmp_path, "train.py", GRAD_USER)
+    write(tmp_path, "main.py", "import guided\nimport explain\nimport train\n")  # loaded together
     (site,) = run([user])["train.py"].sites
     assert site.status == MIGRATED
     write(tmp_path, "explain.py", """\
@@ -239,6 +241,7 @@ def test_project_module_globals_are_not_constants_in_any_spelling(tmp_path):
 def test_registry_changes_in_every_spelling_and_in_notebooks(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
     user = write(tmp_path, "train.py", GRAD_USER)
+    write(tmp_path, "main.py", "import patch\nimport train\n")  # loaded together
     spellings = [
         "from tensorflow.python.framework.ops import _gradient_registry as R\n"
         "R._registry['Relu']['type'] = lambda op, grad: grad\n",
@@ -253,7 +256,7 @@ def test_registry_changes_in_every_spelling_and_in_notebooks(tmp_path):
         assert (site.status, site.code) == (MANUAL, "TFG131"), text
     os.remove(tmp_path / "patch.py")
     cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-            "source": ["from tensorflow.python.framework import ops\n",
+            "source": ["import train\n", "from tensorflow.python.framework import ops\n",
                        "ops._gradient_registry._registry['Identity']['type'] = lambda op, grad: 0.5 * grad\n"]}
     (tmp_path / "explain.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
                                                         "nbformat_minor": 5}))
@@ -266,6 +269,7 @@ def test_reading_the_registry_through_its_methods_is_not_a_patch(tmp_path):
     replacing the method, or any other spelling, counts as a patch."""
     (tmp_path / "pyproject.toml").write_text("")
     user = write(tmp_path, "train.py", GRAD_USER)
+    write(tmp_path, "main.py", "import grads\nimport hook\nimport train\n")  # loaded together
     write(tmp_path, "grads.py", """\
         from tensorflow.python.framework import ops
 
@@ -287,9 +291,10 @@ def test_reading_the_registry_through_its_methods_is_not_a_patch(tmp_path):
 def test_a_graph_override_table_written_directly_keeps_every_call(tmp_path):
     """`g._gradient_override_map["Relu"] = "GuidedRelu"` (or a hand-written copy of
     gradient_override_map) overrides TF1 gradients without the context manager; a tape
-    ignores it, here or in any other file of the project."""
+    ignores it, here or in any file loaded with this one."""
     (tmp_path / "pyproject.toml").write_text("")
     user = write(tmp_path, "train.py", GRAD_USER)
+    write(tmp_path, "main.py", "import explain\nimport train\n")  # loaded together
     (site,) = run([user])["train.py"].sites
     assert site.status == MIGRATED
     for word, text in [
@@ -558,3 +563,46 @@ def test_number_builtins_bound_in_the_function(tmp_path, value, python):
         """)
     (site,) = run([lib])["lib.py"].sites
     assert (site.status == MANUAL and site.code == "TFG126") == python, (site.code, site.reason)
+
+
+PATCHER = """\
+    import tensorflow as tf
+
+    g = tf.get_default_graph()
+    g._gradient_override_map.update({"Square": "Identity"})
+    """
+
+SQUARE_USER = """\
+    import tensorflow as tf
+
+
+    def grad_of_square(x):
+        y = tf.square(x)
+        return tf.gradients(y, x)[0]
+    """
+
+
+@pytest.mark.parametrize("others, refused", [
+    ({}, False),  # a sibling nobody imports with this file: its patch cannot reach it
+    ({"main.py": "import patcher\nimport user\n"}, True),  # one script loads both
+    ({"main.py": "import patcher\nimport pkg\n", "pkg/__init__.py": "from user import grad_of_square\n"}, True),
+    ({"main.py": "import importlib\nm = importlib.import_module('pat' + 'cher')\n"}, True),  # cannot be told
+])
+def test_a_registry_patch_reaches_only_files_loaded_with_it(tmp_path, others, refused):
+    """Found on real code: one guided-backprop script that wrote a graph's override table made
+    every tf.gradients of 28 files that never import it manual (TFG131)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "patcher.py", PATCHER)
+    user = write(tmp_path, "user.py", SQUARE_USER)
+    for name, text in others.items():
+        write(tmp_path, name, text)
+    (site,) = run([user])["user.py"].sites
+    assert (site.status == MANUAL and site.code == "TFG131") == refused, (site.code, site.reason)
+
+
+def test_a_registry_patch_in_a_module_this_file_imports_still_refuses(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "patcher.py", PATCHER)
+    user = write(tmp_path, "user.py", "import patcher\n" + textwrap.dedent(SQUARE_USER))
+    (site,) = run([user])["user.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG131"), site.reason

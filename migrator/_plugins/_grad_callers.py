@@ -16,7 +16,8 @@ from typing import Optional
 
 from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE
 from migrator.astwalk import import_aliases
-from migrator.project import CallSite, Project
+from migrator.project import Project
+from migrator.project_calls import CallSite
 
 #: callee names whose result depends only on literal arguments
 _CONSTANT_CALLS = {

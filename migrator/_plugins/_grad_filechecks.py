@@ -17,15 +17,20 @@ from migrator.pipeline import imported_modules, module_names_for
 def grad_file_refusal(an) -> Optional[Refuse]:
     """A reason every gradient call of the file stays manual: a patched `tf.gradients` or
     gradient registry, or an override map a tape would ignore (here or in an imported module)."""
+    here = os.path.abspath(an.ctx.path)
     patches = an.ctx.index.gradients_patches
     if patches is None:
         patches = an.project.gradients_patches()
+    if patches:  # only a patch in a module loaded with this one matters (found on real code)
+        patches = [p for p in patches if an.project.may_run_together(here, p.path)]
     if patches:
         where = f"{os.path.basename(patches[0].path)}:{patches[0].line}"
         return Refuse("TFG131", f"tf.gradients is replaced at {where}; a tape would bypass that wrapper. "
                                 "Migrate the wrapper's behaviour onto the tape (e.g. clip the tape's "
                                 "gradients), remove the patch, then re-run")
     registry = an.project.registry_patches()
+    if registry:
+        registry = [p for p in registry if an.project.may_run_together(here, p.path)]
     if registry:
         first = registry[0]
         where = f"{os.path.basename(first.path)}:{first.line}"
@@ -45,7 +50,6 @@ def grad_file_refusal(an) -> Optional[Refuse]:
     if bad:
         return Refuse("TFG122", f"this file imports `{sorted(bad)[0]}`, whose override map was left for "
                                 "manual migration; a tape would ignore it: migrate it first, then re-run")
-    here = os.path.abspath(an.ctx.path)
     for dep in an.project.import_closure(here):
         if not an.project.override_entries(dep):
             continue

@@ -1,0 +1,79 @@
+"""Finding the calls of a project function in a file (:meth:`migrator.project.Project.callers`)."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from migrator.project import Project
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call of a project function: where, and the argument expressions (ast)."""
+
+    path: str
+    line: int
+    call: ast.Call
+    scope: Optional[ast.AST]  # the function (or module) holding the call
+
+
+def local_names_for(project: "Project", tree: ast.Module, q: str, defining: str, func: str):
+    """How file ``q`` spells a reference to ``defining.func``: a set of bare names and
+    ``alias.func`` strings; None when it cannot be told (star import)."""
+    names: set[str] = {func} if q == defining else set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = project.resolve(node.module or "", node.level, q)
+            for a in node.names:
+                if a.name == "*" and target == defining:
+                    return None
+                if a.name == func and target == defining:
+                    names.add(a.asname or a.name)
+                sub = project.resolve(f"{node.module}.{a.name}" if node.module else a.name, node.level, q)
+                if sub == defining:
+                    names.add(f"{a.asname or a.name}.{func}")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if project.resolve(a.name, 0, q) == defining:
+                    names.add(f"{a.asname or a.name}.{func}")
+    return names
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def calls_of(tree: ast.Module, q: str, names: set) -> Optional[list[CallSite]]:
+    if not names:
+        return []
+    out: list[CallSite] = []
+    call_funcs: set[int] = set()
+    scopes: dict[int, ast.AST] = {}
+
+    def walk(node: ast.AST, scope: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else scope
+            scopes[id(child)] = scope
+            walk(child, inner)
+
+    walk(tree, tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and dotted(node.func) in names:
+            call_funcs.add(id(node.func))
+            out.append(CallSite(q, node.lineno, node, scopes.get(id(node))))
+    for node in ast.walk(tree):
+        if id(node) in call_funcs:
+            continue
+        ref = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if ref in names and isinstance(getattr(node, "ctx", None), ast.Load):
+            return None  # used as a value: its calls cannot be listed
+    return out
