@@ -24,6 +24,8 @@ class Effects:
     assigns: set[str] = field(default_factory=set)
     #: keys read as data (an argument or operand), not only as the function of a call
     data: set[str] = field(default_factory=set)
+    #: keys changed in place (``x.append(v)``, ``x[i] = v``, ``del x[i]``), not bound
+    mutates: set[str] = field(default_factory=set)
 
 
 def touches(writes: set[str], keys: set[str]) -> bool:
@@ -35,9 +37,40 @@ def touches(writes: set[str], keys: set[str]) -> bool:
     return False
 
 
+#: methods of Python containers that change them in place
+MUTATING_METHODS = frozenset({"append", "extend", "insert", "pop", "popitem", "remove", "clear", "update",
+                              "setdefault", "add", "discard", "appendleft", "extendleft", "popleft", "sort",
+                              "reverse", "__setitem__", "__delitem__", "__iadd__"})
+_UNBOUND_MUTATORS = frozenset(f"{t}.{m}" for t in ("list", "dict", "set", "collections.deque")
+                              for m in MUTATING_METHODS)
+
+
+def _root(node: cst.BaseExpression):
+    """The name an item or method-result chain starts from: ``c["l"][0]`` and
+    ``c.get("l")`` -> ``c``; None for a call of a bare function (``f()[0]``)."""
+    while True:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            if not isinstance(node.func, cst.Attribute):
+                return None
+            node = node.func.value
+        elif isinstance(node, cst.Attribute):
+            key = dotted(node)
+            if key is not None:
+                return key
+            node = node.value
+        elif isinstance(node, cst.Name):
+            return node.value
+        else:
+            return None
+
+
 class _Collector(cst.CSTVisitor):
     def __init__(self) -> None:
         self.fx = Effects()
+        self.mutated: set[str] = set()  # keys changed in place (a for loop's target: its iterable too)
+        self.bound: set[str] = set()  # keys bound (assigned, def, class, import)
         self.depth = 0  # >0 inside a nested def/class/lambda: its bindings are not ours
 
     # -- writes ---------------------------------------------------------
@@ -58,10 +91,10 @@ class _Collector(cst.CSTVisitor):
                     node.value.visit(self)
             return
         if isinstance(node, cst.Subscript):
-            base = dotted(node.value)
+            base = dotted(node.value) or _root(node.value)
             if base is not None:
-                self._write(base, False)  # x[i] = v mutates x (it does not rebind it)
-            else:
+                self._write(base, False)  # x[i] = v, c["l"][0] = v, del c[k][0]: mutate c (no rebinding)
+            if dotted(node.value) is None:
                 node.value.visit(self)
             for el in node.slice:
                 el.visit(self)
@@ -77,6 +110,16 @@ class _Collector(cst.CSTVisitor):
         self.fx.writes.add(key)
         if plain:
             self.fx.assigns.add(key)
+            self.bound.add(key)
+        else:
+            self.mutated.add(key)
+
+    def _bind(self, key: str) -> None:
+        """A def, class or import: binds ``key`` without being a plain assignment."""
+        if not self.depth:
+            self._write(key, False)
+            self.mutated.discard(key)
+            self.bound.add(key)
 
     # -- statements -----------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> bool:
@@ -105,9 +148,14 @@ class _Collector(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> bool:
         node.iter.visit(self)
         self._target(node.target)
+        before = set(self.mutated)
         node.body.visit(self)
         if node.orelse is not None:
             node.orelse.visit(self)
+        # `for name, layer in layers.items(): layer["out"] = h` changes what `layers` holds
+        base = dotted(node.iter) or _root(node.iter)
+        if base is not None and touches(self.mutated - before, _names_in(node.target)):
+            self._write(base, False)
         return False
 
     def visit_WithItem(self, node: cst.WithItem) -> bool:
@@ -130,13 +178,13 @@ class _Collector(cst.CSTVisitor):
 
     def visit_Import(self, node: cst.Import) -> bool:
         for a in node.names:
-            self._write(a.evaluated_alias or a.evaluated_name.split(".")[0], False)
+            self._bind(a.evaluated_alias or a.evaluated_name.split(".")[0])
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         if not isinstance(node.names, cst.ImportStar):
             for a in node.names:
-                self._write(a.evaluated_alias or a.evaluated_name, False)
+                self._bind(a.evaluated_alias or a.evaluated_name)
         return False
 
     def visit_Global(self, node: cst.Global) -> bool:
@@ -146,17 +194,18 @@ class _Collector(cst.CSTVisitor):
         return False
 
     def visit_Expr(self, node: cst.Expr) -> bool:
-        # ``x.append(v)`` / ``self.layers.extend(...)``: a method call may mutate its object
+        # ``x.append(v)`` / ``self.layers.extend(...)``: a method call may mutate its object,
+        # also through an item (``c["l"].append(v)``, ``c.get("l").append(v)``: it writes ``c``)
         value = node.value
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
-            base = dotted(value.func.value)
+            base = dotted(value.func.value) or _root(value.func.value)
             if base is not None:
                 self._write(base, False)  # mutates, never rebinds
         return True
 
     # -- scopes: their names are bound here, their bodies read at call time --
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self._write(node.name.value, False)
+        self._bind(node.name.value)
         self.depth += 1
         return True
 
@@ -164,7 +213,7 @@ class _Collector(cst.CSTVisitor):
         self.depth -= 1
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self._write(node.name.value, False)
+        self._bind(node.name.value)
         self.depth += 1
         return True
 
@@ -235,6 +284,16 @@ class _Collector(cst.CSTVisitor):
 
     # -- reads ----------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in MUTATING_METHODS:
+            # `v = acc.pop(0)`, `cache.setdefault(k, v)` inside an expression mutate too
+            base = dotted(func.value) or _root(func.value)
+            if base is not None and base.split(".")[0] not in ("tf", "tensorflow", "np", "numpy"):
+                self._write(base, False)
+            if dotted(func) in _UNBOUND_MUTATORS and node.args:  # `list.append(c["l"], v)`
+                first = dotted(node.args[0].value) or _root(node.args[0].value)
+                if first is not None:
+                    self._write(first, False)
         key = dotted(node.func)
         if key is not None:
             self.fx.reads.add(key)  # the callee: read, but not as data
@@ -287,6 +346,7 @@ def effects(node: cst.CSTNode) -> Effects:
     """Reads and writes of one statement (or expression)."""
     c = _Collector()
     node.visit(c)
+    c.fx.mutates = c.mutated - c.bound
     return c.fx
 
 

@@ -25,6 +25,8 @@ def _stmt(expr: cst.BaseExpression) -> cst.SimpleStatementLine:
 
 
 def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    if isinstance(value, cst.NamedExpr) and not value.lpar:
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])  # `t = y := v` is no Python
     return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)])
 
 

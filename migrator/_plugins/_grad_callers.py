@@ -55,6 +55,8 @@ def _arg_for(site: CallSite, sig: Signature, name: str) -> tuple[bool, Optional[
             return False, None
         if kw.arg == name:
             return True, kw.value
+    if name not in sig.params and name not in sig.defaults:
+        return False, None  # `*rest`, `**kw` (or a keyword-only parameter): what they collect is not listed
     return True, sig.defaults.get(name)
 
 
@@ -206,6 +208,8 @@ def param_verdict(project: Project, path: str, func: str, sig: Signature, param:
     for site in sites:
         found, expr = _arg_for(site, sig, param)
         if not found:
+            if param not in sig.params and param not in sig.defaults:
+                return Verdict(False, evidence=f"`{param}` collects the extra arguments of the call at {_loc(site)}")
             return Verdict(False, evidence=f"the call at {_loc(site)} passes *args/**kwargs")
         module = project.tree(site.path)
         src_names: set = set()

@@ -29,8 +29,11 @@ def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset(
     Program state is also what a line reads through an attribute or a module-level name
     bound to a mutable object (``cache["h"]``: a project function may have filled it)."""
     fx = effects(stmt)
-    fx = Effects(set(fx.reads), set(fx.writes) | type_method_mutations(stmt), set(fx.assigns), set(fx.data))
+    typed = type_method_mutations(stmt)
+    fx = Effects(set(fx.reads), set(fx.writes) | typed, set(fx.assigns), set(fx.data), set(fx.mutates) | typed)
+    before = set(fx.writes)
     widen_mutations(fx, an.shared(stmt), stmt, frozenset(an.imported))  # `alias.append(v)` changes `parts` too
+    fx.mutates |= fx.writes - before
     kinds = an.kinds(stmt)
     maybe: set = set()
     mutations = fx.writes - fx.assigns

@@ -183,8 +183,8 @@ class Prover(WatchProof):
             raise Refuse("TFG120", self._outside_ys_reason(name))
         written: set = set()
         for i in sorted(S):
-            if isinstance(self.flat[i].orig, (cst.FunctionDef, cst.ClassDef)):
-                continue  # a def reads its names when it is called, not where it stands
+            if isinstance(self.flat[i].orig, cst.FunctionDef):
+                continue  # a def reads its names when it is called, not where it stands (a class body: there)
             comes_in = {key for key in c.ys_keys if key in self.flat[i].exposed_reads and not touches(written, {key})}
             if comes_in:
                 name = sorted(comes_in)[0]
@@ -303,6 +303,7 @@ class Prover(WatchProof):
     def _outside_values(self, c: Call, S: list, s: int, e: int, sources: list, all_fresh: bool) -> None:
         keys = self.keys
         written: set = set()
+        mutated: set = set()  # changed in place in the tape, never bound there
         seen: set = set()
         for i in range(s, e + 1):
             it = self.flat[i]
@@ -311,11 +312,18 @@ class Prover(WatchProof):
             binds_source = any(self._binding_value(i, key) is not None for key in keys)
             if i in S and not binds_source:  # what a source is made from is not on a path from it
                 for r in sorted(it.exposed_data):
-                    if r in seen or touches(written, {r}) or _within(r, keys):
+                    if _within(r, keys):
+                        continue
+                    if touches(written, {r}):
+                        if not all_fresh:  # a fresh source: nothing filled in before can depend on it
+                            self._filled_before(c, r, mutated, s, i)
+                        continue
+                    if r in seen:
                         continue
                     seen.add(r)
                     self.outside.append((r, i))
                     self._independent(c, r, s, i, keys, all_fresh)
+            mutated = (mutated | it.fx.mutates) - (it.fx.writes - it.fx.mutates)
             written |= it.fx.writes
             if not all_fresh and it.orig is not None:
                 # `from model import logits` inside the tape: the global existed before it
@@ -323,8 +331,30 @@ class Prover(WatchProof):
                                                                   for k in self.flat[j].fx.reads}):
                     self._assume(c, f"`{r}` (a project module's global, imported at line {self.line(i)}) does not "
                                     f"depend on {self.src_text}", r)
+        for r in sorted(c.ys_keys):  # `tf.gradients(losses, x)` after `losses.append(...)` in the tape
+            if touches(written, {r}) and not _within(r, keys) and not all_fresh:
+                self._filled_before(c, r, mutated, s, e)
         if all_fresh and self.outside:
             c.proof.append("every value the tape reads from outside it was made before the sources")
+
+    def _filled_before(self, c: Call, r: str, mutated: set, s: int, at: int) -> None:
+        """``r`` is changed in place in the tape (``acc.append(v)``, ``d[k] = v``, ``del c[0]``)
+        but was not bound there: it holds what it held before the tape opened too -- earlier
+        loop iterations, the enclosing block, a caller, a module-level list, a default -- which
+        the tape never saw (an adversarial run: a running loss list gave [1, 2, 3] for [1, 3, 6])."""
+        if not touches(mutated, {r}):
+            return  # bound in the tape (before it was changed), or not changed in place
+        for j in range(s - 1, -1, -1):  # `losses = []` just before the tape: it holds constants only
+            if r in self.flat[j].fx.assigns:
+                if self.flat[j].inert:
+                    return
+                break
+            if not self.flat[j].inert and touches(self.flat[j].fx.writes, {r}):
+                break
+        raise Refuse("TFG130", f"`{r}` is changed in place inside the tape (before line {self.line(at)}) but bound "
+                               "outside it, so it may already hold tensors the tape did not record (from earlier "
+                               "iterations, the enclosing code, a caller or a module-level list); bind it afresh "
+                               "inside the tape, or open the tape where it is first filled")
 
     def _reaches(self, c: Call, S: list, s: int, e: int, sources: list, all_fresh: bool) -> None:
         """Some line of the tape must read a source on the way to the targets; otherwise every

@@ -47,6 +47,15 @@ _MAY_RETURN_INPUT = {
     "tensorflow.convert_to_tensor", "tensorflow.cast", "tensorflow.saturate_cast", "tensorflow.nest.flatten",
     "tensorflow.nest.map_structure", "tensorflow.nest.pack_sequence_as", "tensorflow.identity_n",
     "tensorflow.group", "tensorflow.tuple", "tensorflow.no_op",
+    # hand back their input itself for some inputs (an adversarial run: `x = tf.to_float(h)` was
+    # the caller's `h`, so `z = h * h` from the caller depended on x): a cast to the same dtype,
+    # real/conj of a real tensor, a sum of one tensor, dropout that drops nothing
+    "tensorflow.to_float", "tensorflow.to_double", "tensorflow.to_int32", "tensorflow.to_int64",
+    "tensorflow.to_bfloat16", "tensorflow.to_complex64", "tensorflow.to_complex128", "tensorflow.dtypes.cast",
+    "tensorflow.math.real", "tensorflow.real", "tensorflow.math.conj", "tensorflow.conj", "tensorflow.add_n",
+    "tensorflow.math.add_n", "tensorflow.accumulate_n", "tensorflow.math.accumulate_n", "tensorflow.nn.dropout",
+    "tensorflow.layers.dropout", "tensorflow.keras.backend.cast", "tensorflow.keras.backend.dropout",
+    "tensorflow.get_variable", "tensorflow.image.convert_image_dtype",
 }
 _PURE_BUILTINS = {
     "print", "len", "range", "isinstance", "issubclass", "int", "float", "bool", "str", "list", "tuple", "dict",
@@ -209,6 +218,11 @@ def is_inert(stmt: cst.CSTNode, fx, kinds: frozenset, imported: set, shadowed: f
             heads += [p.default for p in _params(stmt.params) if p.default is not None]
         else:
             heads += [a.value for a in stmt.bases] + [a.value for a in stmt.keywords]
+            # a class body runs where it stands (`class Cfg: scale = x * 3.0`, an adversarial run)
+            if not all(isinstance(b, (cst.FunctionDef, cst.ClassDef)) or isinstance(b, cst.SimpleStatementLine) and all(
+                    isinstance(x, cst.Pass) or isinstance(x, cst.Expr) and isinstance(x.value, cst.SimpleString)
+                    for x in b.body) for b in stmt.body.body):
+                return False
         return all(r.split(".")[0] in ok for h in heads for r in effects(h).reads)
     return False
 
@@ -251,12 +265,14 @@ class Closedness:
     def _check(self, fn: cst.FunctionDef) -> bool:
         if fn.decorators:
             return False  # lru_cache, property, ...: a decorator may cache or wrap
-        local = set(param_names(fn)) | effects(fn.body).writes
+        fx = effects(fn.body)
+        local = set(param_names(fn)) | fx.writes
+        if {m.split(".")[0] for m in fx.mutates} - (fx.assigns - set(param_names(fn))):
+            return False  # fills a global, a parameter or a default (`_CACHE["f"] = h`): may hand back an old tensor
         ok_roots = local | self.constants | self.imported | BUILTINS
         for stmt_node in _walk_statements(fn.body):
             if isinstance(stmt_node, (cst.Global, cst.Nonlocal)):
                 return False
-        fx = effects(fn.body)
         for r in fx.data:
             parts = r.split(".")
             if parts[0] not in ok_roots:
@@ -297,9 +313,20 @@ def module_constants(variables: dict, defs: dict, imported: set, qn) -> set:
         if name in defs:
             continue
         if vals and all(v is not None and all(r.split(".")[0] in ok for r in effects(v).reads)
-                        and not (kinds_of(v, qn) & {"project", "state", "collect"}) for v in vals):
+                        and not (kinds_of(v, qn) & {"project", "state", "collect"}) and not _container(v)
+                        for v in vals):
             out.add(name)
     return out | imported
+
+
+def _container(value: cst.BaseExpression) -> bool:
+    """A list, dict or set any code may fill later (`LAYERS = []`, then a caller appends a
+    tensor made from the source: an adversarial run): never a constant."""
+    if isinstance(value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        return True
+    return isinstance(value, cst.Call) and dotted(value.func) in (
+        "list", "dict", "set", "collections.defaultdict", "defaultdict", "collections.deque", "deque",
+        "collections.OrderedDict", "OrderedDict")
 
 
 #: top-level packages whose module attributes are never tensors the user's program built (a
