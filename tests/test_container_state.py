@@ -1,0 +1,210 @@
+"""State a tape cannot see: containers filled before it, pass-through TF calls, helper caches.
+
+Found by adversarial runs (each shape gave other numbers in TF2 than in TF1, reported
+`migrated`).  A list the targets read that the tape changes in place may already hold
+tensors made before the tape opened -- on an earlier iteration, by the enclosing code, a
+caller, a module-level list, a mutable default -- and the tape recorded none of them.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from migrator import runner
+from migrator.model import MANUAL, MIGRATED
+from migrator.pipeline import migrate_text
+from project_files import write
+
+
+def _sites(src: str):
+    src = textwrap.dedent(src)
+    out, sites = migrate_text(src, "m.py")
+    return src, out, sites
+
+
+@pytest.mark.parametrize("body", [
+    # a running list across iterations: TF1 [1, 3, 6], a tape per iteration [1, 2, 3]
+    """\
+    def grads(x_in):
+        x = x_in * 1.0
+        acc, out = [], []
+        for k in range(3):
+            acc.append(x * float(k + 1))
+            out.append(tf.gradients(tf.add_n(acc), x)[0])
+        return out
+    """,
+    # filled by the enclosing block, added to in a nested block
+    """\
+    def grads(x_in):
+        x = x_in * 1.0
+        losses = [x * 5.0]
+        with tf.name_scope("reg"):
+            losses.append(x * x)
+            g = tf.gradients(tf.add_n(losses), x)[0]
+        return g
+    """,
+    # a module-level list, a mutable default, a caller's list
+    "LOSSES = []\n\n\ndef step(x):\n    LOSSES.append(x * 2.0)\n    return tf.gradients(tf.add_n(LOSSES), x)[0]\n",
+    "def step(x, acc=[]):\n    acc.append(x * 2.0)\n    return tf.gradients(tf.add_n(acc), x)[0]\n",
+    # a memo cache filled on an earlier iteration
+    """\
+    def grads(x_in):
+        x = x_in * 1.0
+        cache, out = {}, []
+        for i in range(2):
+            if "h" not in cache:
+                cache["h"] = x * x
+            y = cache["h"] * float(i + 1)
+            out.append(tf.gradients(y, x)[0])
+        return out
+    """,
+    # an item removed: the kept tensor was made before the tape (TF1 2x, the tape None)
+    """\
+    def grads(x_in, flag=True):
+        x = x_in * 1.0
+        terms = [x * 5.0, x * x]
+        if flag:
+            del terms[0]
+            g = tf.gradients(tf.add_n(terms), x)[0]
+        return g
+    """,
+    # changed through an item of the container, not the container itself
+    """\
+    def grads(x_in):
+        x = x_in * 1.0
+        groups, out = [[]], []
+        for k in range(2):
+            groups[0].append(x * x)
+            out.append(tf.gradients(tf.add_n(groups[0]), x)[0])
+        return out
+    """,
+    """\
+    def grads(x_in):
+        x = x_in * 1.0
+        c, out = {"l": [x * 3.0]}, []
+        for k in range(2):
+            c.get("l").append(x * x)
+            out.append(tf.gradients(tf.add_n(c["l"]), x)[0])
+        return out
+    """,
+])
+def test_a_container_filled_before_the_tape_keeps_the_call(body):
+    src, out, sites = _sites("import tensorflow as tf\n\n\n" + textwrap.dedent(body))
+    assert out == src
+    assert [(s.status, s.code) for s in sites] == [(MANUAL, "TFG130")], [(s.code, s.reason) for s in sites]
+
+
+def test_a_container_bound_empty_just_before_the_tape_still_migrates():
+    src, out, sites = _sites("""\
+        import tensorflow as tf
+
+
+        def grads(x):
+            losses = []
+            losses.append(tf.reduce_sum(x * x))
+            losses.append(tf.reduce_sum(tf.sin(x)))
+            return tf.gradients(tf.add_n(losses), x)[0]
+        """)
+    assert [s.status for s in sites] == [MIGRATED], [(s.code, s.reason) for s in sites]
+    assert "tape.watch(x)\n        losses = []" in out or "losses = []\n    with tf.GradientTape" in out, out
+
+
+def test_a_class_body_runs_where_it_stands():
+    src, out, sites = _sites("""\
+        import tensorflow as tf
+
+
+        def grad(x_in):
+            x = x_in * 1.0
+            class Cfg:
+                scale = x * 3.0
+            y = Cfg.scale * x
+            return tf.gradients(y, x)[0]
+        """)
+    assert out == src and [s.status for s in sites] == [MANUAL]
+
+
+def test_a_walrus_target_stays_valid_python():
+    src, out, sites = _sites("""\
+        import tensorflow as tf
+
+
+        def grad(x_in):
+            x = x_in * 1.0
+            g = tf.gradients(y := x * x, x)[0]
+            return g + y
+        """)
+    assert [s.status for s in sites] == [MIGRATED]
+    compile(out, "m.py", "exec")
+    assert "(y := x * x)" in out
+
+
+@pytest.mark.parametrize("call", ["tf.compat.v1.to_float(h)", "tf.cast(h, tf.float32)", "tf.math.real(h)",
+                                  "tf.add_n([h])", "tf.nn.dropout(h, rate=0.0)"])
+def test_a_tf_call_that_may_hand_back_its_input_makes_no_fresh_source(tmp_path, call):
+    """``tf.to_float(h)`` of a float tensor is ``h`` itself: a caller's ``h * h`` then depends on it."""
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "helper.py", f"""\
+        import tensorflow as tf
+
+
+        def grad_via(h, z):
+            x = {call}
+            y = x * 3.0 + z
+            return tf.gradients(y, x)[0]
+        """)
+    write(tmp_path, "caller.py", "from helper import grad_via\n\n\ndef go(h):\n    return grad_via(h, h * h)\n")
+    res = runner.run([lib], runner.RunOptions(jobs=1))
+    (site,) = res.results[0].sites
+    assert site.status == MANUAL, (site.code, site.reason)
+
+
+@pytest.mark.parametrize("params, use", [("x, *rest", "rest[0]"), ("x, **kw", "kw['z']")])
+def test_star_parameters_are_never_proven_independent(tmp_path, params, use):
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "helper.py", f"""\
+        import tensorflow as tf
+
+
+        def grad_of({params}):
+            y = x * 3.0 + {use}
+            return tf.gradients(y, x)[0]
+        """)
+    call = "grad_of(h, h * h)" if "rest" in params else "grad_of(h, z=h * h)"
+    write(tmp_path, "caller.py", f"from helper import grad_of\n\n\ndef go(h):\n    return {call}\n")
+    (site,) = runner.run([lib], runner.RunOptions(jobs=1)).results[0].sites
+    assert site.status == MANUAL and "collects the extra arguments" in site.reason, (site.code, site.reason)
+
+
+@pytest.mark.parametrize("helper", [
+    "_CACHE = {}\n\n\ndef feat(x):\n    if 'f' not in _CACHE:\n        _CACHE['f'] = x * x\n    return _CACHE['f']\n",
+    "def feat(x, memo=[]):\n    if not memo:\n        memo.append(x * x)\n    return memo[0]\n",
+])
+def test_a_helper_that_caches_a_tensor_is_not_closed(helper):
+    src, out, sites = _sites("import tensorflow as tf\n\n" + helper + textwrap.dedent("""\
+
+
+        def grad_feat(x):
+            y = feat(x) * 2.0
+            return tf.gradients(y, x)[0]
+        """))
+    assert out == src and [s.status for s in sites] == [MANUAL], [(s.code, s.reason) for s in sites]
+
+
+def test_a_module_level_list_a_caller_fills_is_not_a_constant(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "helper.py", """\
+        import tensorflow as tf
+
+        LAYERS = []
+
+
+        def grad_feat(x):
+            y = x * 2.0 + LAYERS[-1]
+            return tf.gradients(y, x)[0]
+        """)
+    write(tmp_path, "caller.py", "import helper\n\n\ndef go(h):\n    helper.LAYERS.append(h * h)\n"
+                                 "    return helper.grad_feat(h)\n")
+    (site,) = runner.run([lib], runner.RunOptions(jobs=1)).results[0].sites
+    assert site.status == MANUAL, (site.code, site.reason)
