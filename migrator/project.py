@@ -25,7 +25,7 @@ from migrator.astwalk import hit_lines
 from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds
 from migrator.notebook import notebook_code
 from migrator.patches import GRAPH_GRADIENT_MAPS, gradients_patch_nodes, registry_use_lines, word_lines
-from migrator.project_calls import CallSite, calls_of, dotted, local_names_for
+from migrator.project_calls import CallSite, calls_of, dotted, local_names_for, reexported
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 #: a project larger than this is not scanned whole; answers that need the whole
@@ -154,6 +154,12 @@ class Project:
             bases = [os.path.dirname(importer)]
             if self.root is not None:
                 bases += [self.root, os.path.join(self.root, "src")]
+                # a script run from a folder between the root and the importer (`pkg/__init__.py`
+                # doing `from helper import f` with helper.py beside `pkg/`)
+                up = os.path.dirname(bases[0])
+                while up.startswith(self.root + os.sep):
+                    bases.append(up)
+                    up = os.path.dirname(up)
         for base in bases:
             stem = os.path.join(base, *parts)
             for cand in (stem + ".py", os.path.join(stem, "__init__.py")):
@@ -313,13 +319,14 @@ class Project:
                 if isinstance(n, ast.Attribute) and n.attr == "gradient_override_map"]
         return self._overrides[path]
 
-    def callers(self, path: str, func: str) -> Optional[list[CallSite]]:
+    def callers(self, path: str, func: str, depth: int = 0) -> Optional[list[CallSite]]:
         """Every call of the module-level function ``func`` defined in ``path``, found in
-        the project; None when some use of it is not a plain call (passed as a value,
-        star-imported, re-exported) or the project could not be scanned."""
+        the project, also through files that import it and are imported in turn (a package
+        ``__init__``); None when some use of it is not a plain call (passed as a value,
+        star-imported, its module passed around) or the project could not be scanned."""
         path = os.path.abspath(path)
         hits = self.grep(func.encode(), rf"\b{re.escape(func)}\b")
-        if hits is None:
+        if hits is None or depth > 3:
             return None
         out: list[CallSite] = []
         for q in hits:
@@ -335,6 +342,11 @@ class Project:
             if found is None:
                 return None
             out += found
+            for alias in (reexported(self, tree, q, path, func) if q != path else []):
+                further = self.callers(q, alias, depth + 1)
+                if further is None:
+                    return None
+                out += [f for f in further if f.path != q]  # q's own calls are counted above
         return out
 
 

@@ -23,6 +23,7 @@ def local_names_for(project: "Project", tree: ast.Module, q: str, defining: str,
     """How file ``q`` spells a reference to ``defining.func``: a set of bare names and
     ``alias.func`` strings; None when it cannot be told (star import)."""
     names: set[str] = {func} if q == defining else set()
+    modules: set[str] = set()  # names this file binds to the defining module
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             target = project.resolve(node.module or "", node.level, q)
@@ -34,11 +35,32 @@ def local_names_for(project: "Project", tree: ast.Module, q: str, defining: str,
                 sub = project.resolve(f"{node.module}.{a.name}" if node.module else a.name, node.level, q)
                 if sub == defining:
                     names.add(f"{a.asname or a.name}.{func}")
+                    modules.add(a.asname or a.name)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if project.resolve(a.name, 0, q) == defining:
                     names.add(f"{a.asname or a.name}.{func}")
+                    modules.add(a.asname or a.name.split(".")[0])
+    if modules and _module_escapes(tree, modules):
+        return None  # `lib = helper`, `getattr(helper, "penalty")`: calls through it cannot be listed
     return names
+
+
+def _module_escapes(tree: ast.Module, modules: set) -> bool:
+    """A module name used other than as ``module.attr`` (an adversarial run: `lib = helper`,
+    then `lib.penalty(...)`, was a caller no one saw)."""
+    as_base = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    return any(isinstance(n, ast.Name) and n.id in modules and id(n) not in as_base for n in ast.walk(tree))
+
+
+def reexported(project: "Project", tree: ast.Module, q: str, defining: str, func: str) -> list[str]:
+    """Names under which file ``q`` imports ``defining.func`` (``from helper import penalty``):
+    other files may import it from ``q`` in turn (a package ``__init__``)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and project.resolve(node.module or "", node.level, q) == defining:
+            out += [a.asname or a.name for a in node.names if a.name == func]
+    return out
 
 
 def dotted(node: ast.AST) -> Optional[str]:

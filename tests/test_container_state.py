@@ -208,3 +208,68 @@ def test_a_module_level_list_a_caller_fills_is_not_a_constant(tmp_path):
                                  "    return helper.grad_feat(h)\n")
     (site,) = runner.run([lib], runner.RunOptions(jobs=1)).results[0].sites
     assert site.status == MANUAL, (site.code, site.reason)
+
+
+PENALTY = """\
+    import tensorflow as tf
+
+
+    def penalty(x, scale):
+        y = tf.reduce_sum(x * x) * scale
+        return tf.gradients(y, x)[0]
+    """
+
+
+@pytest.mark.parametrize("files", [
+    {"driver.py": "import tensorflow as tf\nimport helper\n\nlib = helper\n\n\ndef go(h):\n"
+                  "    return lib.penalty(h, tf.reduce_sum(h))\n"},
+    {"driver.py": "import tensorflow as tf\nimport helper\n\n\ndef go(h):\n"
+                  "    return getattr(helper, 'penalty')(h, tf.reduce_sum(h))\n"},
+    {"pkg/__init__.py": "from helper import penalty  # noqa: F401\n",
+     "driver.py": "import tensorflow as tf\nfrom pkg import penalty\n\n\ndef go(h):\n"
+                  "    return penalty(h, tf.reduce_sum(h))\n"},
+])
+def test_callers_through_a_module_alias_getattr_or_a_reexport_are_not_missed(tmp_path, files):
+    """Each caller computes `scale` from the source: TF1 [10.25, ...], a tape [5, ...]."""
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "helper.py", PENALTY)
+    for name, text in files.items():
+        write(tmp_path, name, text)
+    (site,) = runner.run([lib], runner.RunOptions(jobs=1)).results[0].sites
+    assert site.status == MANUAL, (site.code, site.reason)
+
+
+@pytest.mark.parametrize("files, code", [
+    ({"consts.py": "GY = [[2.0, 3.0, 4.0]]\n",
+      "m.py": "import tensorflow as tf\nfrom consts import GY\n\n\ndef run(x):\n    y = x * x\n"
+              "    return tf.gradients(y, x, grad_ys=GY)[0]\n"}, "TFG128"),
+    ({"m.py": "import tensorflow as tf\n\n\ndef vjp(x, gy):\n    y = x * x\n"
+              "    return tf.gradients(y, x, grad_ys=gy)[0]\n",
+      "caller.py": "from m import vjp\n\n\ndef go(x):\n    return vjp(x, [None])\n"}, "TFG128"),
+    ({"consts.py": "VAL = 2.0\n",
+      "m.py": "import tensorflow as tf\n\n\ndef gsq(x):\n    y = x * x\n    return tf.gradients(y, x)[0]\n",
+      "caller.py": "import consts\nfrom m import gsq\n\n\ndef go():\n    return gsq(consts.VAL)\n"}, "TFG126"),
+])
+def test_values_from_other_modules_are_read(tmp_path, files, code):
+    """A nested list or None for grad_ys, a Python number as the source: from an import."""
+    (tmp_path / "pyproject.toml").write_text("")
+    paths = {name: write(tmp_path, name, text) for name, text in files.items()}
+    res = {r.path: r for r in runner.run([paths["m.py"]], runner.RunOptions(jobs=1)).results}
+    (site,) = res[paths["m.py"]].sites
+    assert (site.status, site.code) == (MANUAL, code), (site.code, site.reason)
+
+
+@pytest.mark.parametrize("target", ["tf.reshape(w * 1.0, [x.shape[0], 2])", "tf.ones(tf.shape(x)) * 2.0"])
+def test_a_batch_jacobian_of_a_target_that_reads_only_the_shape_keeps_the_call(target):
+    """TF1 gave None (unconnected); GradientTape.batch_jacobian gives zeros."""
+    src, out, sites = _sites(f"""\
+        import tensorflow as tf
+        from tensorflow.python.ops.parallel_for.gradients import batch_jacobian
+
+
+        def bj(x):
+            w = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+            y = {target}
+            return batch_jacobian(y, x)
+        """)
+    assert out == src and [s.status for s in sites] == [MANUAL], [(s.code, s.reason) for s in sites]

@@ -201,7 +201,8 @@ def param_verdict(project: Project, path: str, func: str, sig: Signature, param:
     """May parameter ``param`` of ``path:func`` depend on the parameters in ``source_params``?"""
     sites = project.callers(path, func)
     if sites is None:
-        return Verdict(False, evidence=f"`{func}` is used as a value somewhere, so its callers cannot be listed")
+        return Verdict(False, evidence=f"`{func}` (or its module) is used as a value somewhere, so its callers "
+                                      "cannot be listed")
     if not sites:
         return Verdict(False, evidence=f"no caller of `{func}` in the project")
     where = []
@@ -242,7 +243,8 @@ def source_structure(project: Project, path: str, func: str, sig: Signature, par
         if isinstance(expr, ast.Name) and module is not None:
             vals = _bindings(site.scope if site.scope is not None else module, expr.id) or _bindings(module, expr.id)
             expr = vals[0] if len(vals) == 1 else None
-        if _python_number(expr) or module is not None and _numeric_module_value(expr, module):
+        if _python_number(expr) or module is not None and (_numeric_module_value(expr, module) or _Names(
+                project, site.path, module, site.scope).number(expr)):
             kinds.add("python")  # `f(3.0)`: TF1 differentiated a new constant; tape.watch(3.0) raises
         elif isinstance(expr, (ast.List, ast.Tuple)):
             kinds.add("list")
@@ -269,7 +271,8 @@ def caller_passes_list(project: Project, path: str, func: str, sig: Signature, p
         if not found or module is None:
             continue
         names = _Names(project, site.path, module, site.scope)
-        if names.holds_list(expr) if nested else names.listish(expr):
+        if (names.holds_list(expr) or names.holds_none(expr)) if nested else (
+                names.listish(expr) or isinstance(expr, ast.Constant) and expr.value is None and found):
             return _loc(site)
         fn = site.scope
         if isinstance(expr, ast.Name) and isinstance(fn, ast.FunctionDef) and hops < 3 and \
@@ -281,6 +284,16 @@ def caller_passes_list(project: Project, path: str, func: str, sig: Signature, p
             if far is not None:
                 return far
     return None
+
+
+def imported_list(project: Project, path: str, name: str, nested: bool) -> bool:
+    """Module name ``name`` of ``path`` (bound here or imported from a project module) may be
+    a Python list (``nested``: holding a list or None)."""
+    tree = project.tree(path)
+    if tree is None:
+        return False
+    names, expr = _Names(project, path, tree, None), ast.Name(id=name, ctx=ast.Load())
+    return names.holds_list(expr) or names.holds_none(expr) if nested else names.listish(expr)
 
 
 class _Names:
@@ -303,6 +316,31 @@ class _Names:
                         if tree is not None:
                             vals += _bindings(tree, a.name)
         return vals
+
+    def expr_values(self, expr: Optional[ast.AST], depth: int = 0) -> list:
+        """What a name, or an attribute of a project module (``consts.VAL``), is bound to."""
+        if isinstance(expr, ast.Name):
+            return self.values(expr.id, depth)
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and depth < 3:
+            mod = import_aliases(self.module.body).get(expr.value.id)
+            where = self.project.resolve(mod, 0, self.path) if mod else None
+            tree = self.project.tree(where) if where else None
+            return _bindings(tree, expr.attr) if tree is not None else []
+        return []
+
+    def holds_none(self, expr: Optional[ast.AST], depth: int = 0) -> bool:
+        """``[None]``, or a name bound to a list holding None: TF1 read ones there, a tape raises."""
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return any(isinstance(e, ast.Constant) and e.value is None for e in expr.elts)
+        return depth < 3 and any(v is not None and self.holds_none(v, depth + 1)
+                                 for v in self.expr_values(expr, depth))
+
+    def number(self, expr: Optional[ast.AST], depth: int = 0) -> bool:
+        """A Python number bound to a name or a project module's attribute (``consts.VAL``)."""
+        if _python_number(expr):
+            return True
+        return depth < 3 and isinstance(expr, (ast.Name, ast.Attribute)) and any(
+            v is not None and self.number(v, depth + 1) for v in self.expr_values(expr, depth))
 
     def listish(self, expr: Optional[ast.AST], depth: int = 0) -> bool:
         """``expr`` may be a Python list or tuple: a display, ``list(..)``, a slice, ``.tolist()``,

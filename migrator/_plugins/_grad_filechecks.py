@@ -252,9 +252,9 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
                                "tensor of it, a tape flattens it into numbers; wrap it in tf.constant(...) first")
     passed = _list_from_caller(an, og, c.node)
     if passed is not None:
-        raise Refuse("TFG128", f"grad_ys `{an.code(og)}` may be given a Python list by the caller at {passed}: "
-                               "TF1 made one tensor of it, a tape flattens it into numbers; wrap it in "
-                               "tf.constant(...) there, then re-run")
+        raise Refuse("TFG128", f"grad_ys `{an.code(og)}` may hold a Python list or None ({passed}): TF1 made one "
+                               "tensor of a list and read ones for None, a tape flattens a list into numbers and "
+                               "raises on None; pass tensors there (tf.constant(...), tf.ones_like(y)), then re-run")
     if isinstance(og, cst.Name) and _built_list(an, og.value, body):
         raise Refuse("TFG128", f"grad_ys `{og.value}` is a list built in this function, which may hold None "
                                "(TF1 read ones there, a tape raises); write the list out with tf.ones_like(y) "
@@ -267,16 +267,16 @@ def _list_from_caller(an, og, at) -> Optional[str]:
     fn = an.parents.get(at)
     while fn is not None and not isinstance(fn, cst.FunctionDef):
         fn = an.parents.get(fn)
-    if fn is None:
-        return None
-    params = {p.name.value for p in list(fn.params.posonly_params) + list(fn.params.params)}
+    params = {p.name.value for p in list(fn.params.posonly_params) + list(fn.params.params)} if fn else set()
     pairs = [(og, True)] if isinstance(og, cst.Name) else [(el.value, False) for el in og.elements] \
         if isinstance(og, (cst.List, cst.Tuple)) else []
     for expr, nested in pairs:
         if isinstance(expr, cst.Name) and expr.value in params:
             found = an.caller_list(fn, expr.value, nested)
             if found is not None:
-                return found
+                return f"the caller at {found}"
+        elif isinstance(expr, cst.Name) and an.module_list(expr.value, nested):
+            return f"`{expr.value}` is bound so at module level or where it is imported from"  # GY = [[2.0, 3.0]]
     return None
 
 

@@ -35,20 +35,9 @@ from migrator._plugins._dataflow import touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
+from migrator._plugins._grad_bjac import gradient_cut, value_reads
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
 from migrator.tfnames import dotted
-
-#: TF functions whose ops always pass a gradient for float inputs: a batch jacobian whose slice
-#: calls anything else may be unconnected (a list of the cuts missed rint, *_like, to_float: an
-#: adversarial run)
-_CONNECTED = frozenset({
-    "matmul", "tanh", "sigmoid", "exp", "log", "log1p", "sin", "cos", "square", "sqrt", "rsqrt", "reciprocal",
-    "softplus", "elu", "selu", "softmax", "log_softmax", "reduce_sum", "reduce_mean", "reduce_prod", "reshape",
-    "transpose", "concat", "stack", "expand_dims", "squeeze", "tile", "einsum", "tensordot", "add", "subtract",
-    "multiply", "divide", "truediv", "add_n", "negative", "pow", "identity", "constant", "ones", "zeros", "eye",
-    "range", "shape", "random_normal", "random_uniform", "normal", "uniform", "variable", "get_variable",
-    "Variable", "convert_to_tensor", "conv2d", "dense", "bias_add", "l2_normalize", "batch_matmul", "linalg"})
-
 
 @dataclass
 class BlockScope:
@@ -139,7 +128,7 @@ class Prover(WatchProof):
         self._grad_ys(c)
         c.sources = sources
         if c.kind == "bjac" and not (touches(set(c.ys_keys), self.keys) or
-                                     any(touches(self.flat[i].fx.reads, self.keys) for i in S)):
+                                     any(touches(value_reads(self.flat[i].fx.reads), self.keys) for i in S)):
             raise Refuse("TFG126", "the targets do not read the sources in this block: TF1's batch_jacobian gave "
                                    "None there, GradientTape.batch_jacobian gives zeros; check the call")
         cut = self._gradient_cut(S) if c.kind == "bjac" else None
@@ -196,16 +185,9 @@ class Prover(WatchProof):
         return S
 
     def _gradient_cut(self, S: list) -> Optional[str]:
-        """A call in the slice whose op may pass no gradient (not in ``_CONNECTED``, or project code)."""
-        for i in S:
-            node = self.flat[i].orig if self.flat[i].orig is not None else (self.flat[i].hoist or (None, None))[1]
-            for call in (self.an.calls_in(node) if node is not None else []):
-                name = self.an.tf_name(call)
-                if name is None and self.an.call_kind(call) == "project":
-                    return self._code(call.func)
-                if name is not None and name.rsplit(".", 1)[-1] not in _CONNECTED:
-                    return self._code(call.func)
-        return None
+        nodes = [self.flat[i].orig if self.flat[i].orig is not None else (self.flat[i].hoist or (None, None))[1]
+                 for i in S]
+        return gradient_cut(self.an, [n for n in nodes if n is not None], self._code, self.keys)
 
     def _outside_ys_reason(self, name: str, read_at: Optional[int] = None) -> str:
         """Why the targets come from outside the block, and where to open the tape instead."""

@@ -38,7 +38,8 @@ from migrator._plugins._import_uses import still_used
 from migrator._plugins._dataflow import effects
 from migrator._plugins._grad_apply import Apply, Codegen, add_tf_import, remove_dead_imports
 from migrator._plugins._grad_callers import (
-    Signature, Verdict, caller_passes_list, callers_under_override, param_verdict, source_structure,
+    Signature, Verdict, caller_passes_list, callers_under_override, imported_list, param_verdict,
+    source_structure,
 )
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import Call, Item, Refuse
@@ -293,6 +294,10 @@ class GradientRewrite:
         if sig is None:
             return None
         return caller_passes_list(self.project, os.path.abspath(self.ctx.path), fn.name.value, sig, param, nested)
+
+    def module_list(self, name: str, nested: bool) -> bool:
+        """A module-level name (or one imported from a project module) that may hold a Python list."""
+        return imported_list(self.project, os.path.abspath(self.ctx.path), name, nested)
 
     def frozen(self) -> set:
         """Statements (at every block level) that hold a manual site: no tape may move them."""
