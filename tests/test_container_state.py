@@ -273,3 +273,51 @@ def test_a_batch_jacobian_of_a_target_that_reads_only_the_shape_keeps_the_call(t
             return batch_jacobian(y, x)
         """)
     assert out == src and [s.status for s in sites] == [MANUAL], [(s.code, s.reason) for s in sites]
+
+
+SAL = "import tensorflow as tf\n\n\ndef sal(x):\n    y = tf.nn.relu(x * 2.0)\n    return tf.gradients(y, x)[0]\n"
+
+
+@pytest.mark.parametrize("files", [
+    # through a context manager of a third module
+    {"ctxs.py": "import contextlib\nimport tensorflow as tf\n\n\n@contextlib.contextmanager\ndef scope():\n"
+                "    with tf.compat.v1.get_default_graph().gradient_override_map({'Relu': 'Identity'}):\n"
+                "        yield\n",
+     "caller.py": "from ctxs import scope\nfrom a import sal\n\n\ndef go(x):\n    with scope():\n"
+                  "        return sal(x)\n"},
+    # through a function of another module
+    {"mid.py": "from a import sal\n\n\ndef forward(x):\n    return sal(x)\n",
+     "caller.py": "import tensorflow as tf\nfrom mid import forward\n\n\ndef go(x):\n"
+                  "    with tf.compat.v1.get_default_graph().gradient_override_map({'Relu': 'Identity'}):\n"
+                  "        return forward(x)\n"},
+])
+def test_an_override_wrapping_an_indirect_call_keeps_the_call(tmp_path, files):
+    """TF1 applied the caller's override to the relu made in `sal`: [2, 2, 2]; a tape [2, 0, 2]."""
+    (tmp_path / "pyproject.toml").write_text("")
+    paths = {name: write(tmp_path, name, text) for name, text in {"a.py": SAL, **files}.items()}
+    res = {r.path: r for r in runner.run(list(paths.values()), runner.RunOptions(jobs=1)).results}
+    (site,) = res[paths["a.py"]].sites
+    assert (site.status, site.code) == (MANUAL, "TFG122"), (site.code, site.reason)
+
+
+@pytest.mark.parametrize("setup, spelled", [
+    ('GRAD = "Identity"\nfrom names import *  # noqa\n', '{"Sign": GRAD}'),
+    ('M = {"Sign": "Identity"}\npatch.fix(globals())\n', "M"),
+])
+def test_an_override_map_whose_names_may_change_without_an_assignment_is_refused(tmp_path, setup, spelled):
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "names.py", 'GRAD = "Neg"\n')
+    write(tmp_path, "patch.py", 'def fix(ns):\n    ns["M"]["Sign"] = "Neg"\n')
+    m = write(tmp_path, "m.py", "import tensorflow as tf\nimport patch\n" + setup + textwrap.dedent(f"""\
+
+
+        def run(x):
+            g = tf.compat.v1.get_default_graph()
+            with g.gradient_override_map({spelled}):
+                y = tf.sign(x)
+            return y * 3.0
+        """))
+    before = open(m).read()
+    res = runner.run([m], runner.RunOptions(jobs=1, mode=runner.WRITE))
+    assert open(m).read() == before
+    assert [s.code for s in res.results[0].sites if s.kind == "override_map"] == ["TFG103"]

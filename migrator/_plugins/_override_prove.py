@@ -30,6 +30,7 @@ _MAP_WRITES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__",
 class Prover:
     def __init__(self, found, ctx, project):
         self.found, self.col, self.ctx, self.project = found, found.col, ctx, project
+        self._rebindable: Optional[bool] = None
         self.path = os.path.abspath(ctx.path)
         self._reach: Optional[list[str]] = None
         self._code: dict = {}  # id(function) -> its source, rendered once for the switch checks
@@ -266,6 +267,16 @@ class Prover:
             p = self.found.parent(p)
         return p
 
+    def _names_rebindable(self) -> bool:
+        """Module names may change without an assignment (an adversarial run: `from names import *`
+        after `GRAD = "Identity"`; `patch.fix(globals())`; `locals()["m"]["Sign"] = "Neg"`)."""
+        if self._rebindable is None:
+            src = self.ctx.source
+            self._rebindable = any(w in src for w in ("globals()", "locals()", "vars(", "sys.modules")) or any(
+                isinstance(n, cst.ImportFrom) and isinstance(n.names, cst.ImportStar)
+                for line in self.found.module.body if isinstance(line, cst.SimpleStatementLine) for n in line.body)
+        return self._rebindable
+
     # -- the map ------------------------------------------------------------
     def parse_map(self, block: Block, ev: Optional[Evidence] = None) -> dict[str, tuple]:
         call = block.call
@@ -273,6 +284,11 @@ class Prover:
             raise Refuse("TFG103", "gradient_override_map is not called with one map argument")
         expr = call.args[0].value
         extra: list[tuple[str, cst.BaseExpression]] = []
+        reads_names = isinstance(expr, cst.Name) or isinstance(expr, cst.Dict) and any(
+            isinstance(el, cst.DictElement) and not isinstance(el.value, cst.SimpleString) for el in expr.elements)
+        if reads_names and self._names_rebindable():
+            raise Refuse("TFG103", "the module uses globals(), locals(), vars(), sys.modules or a star import, "
+                                   "which may change the map or the names it reads; write the map out as a literal")
         if isinstance(expr, cst.Name):
             bound = block.scope.lookup_assigns(expr.value)
             if not bound or len(bound) != 1 or not isinstance(bound[0][1], cst.Dict):
@@ -293,7 +309,8 @@ class Prover:
             if not isinstance(el, cst.DictElement):
                 raise Refuse("TFG103", "the override map unpacks another dict (**)")
             if not isinstance(el.key, cst.SimpleString):
-                raise Refuse("TFG104", "an override map key is not a string; TF1 raises TypeError for it")
+                raise Refuse("TFG104", "an override map key is not a string literal; write the op type out as a "
+                                       "string (\"Relu\") so the op it overrides can be known")
             out[el.key.evaluated_value] = self._map_value(block, el.key.evaluated_value, el.value)
         for key, value in extra:
             out[key] = self._map_value(block, key, value)
