@@ -321,3 +321,33 @@ def test_an_override_map_whose_names_may_change_without_an_assignment_is_refused
     res = runner.run([m], runner.RunOptions(jobs=1, mode=runner.WRITE))
     assert open(m).read() == before
     assert [s.code for s in res.results[0].sites if s.kind == "override_map"] == ["TFG103"]
+
+
+def test_sources_joined_from_two_lists_are_not_a_new_tensor(tmp_path):
+    """`params = ws + bs` joins the caller's lists: the tensors in it are the caller's (a tape gave
+    the whole list for `[0]`, and missed the caller's path through `extra`)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    lib = write(tmp_path, "helper.py", """\
+        import tensorflow as tf
+
+
+        def grads(ws, bs, extra):
+            params = ws + bs
+            y = tf.add_n([tf.reduce_sum(p * p) for p in params]) + extra
+            return tf.gradients(y, params)[0]
+        """)
+    write(tmp_path, "caller.py", "import tensorflow as tf\nfrom helper import grads\n\n\ndef go(h):\n"
+                                 "    w, b = h * 1.0, h * 2.0\n    return grads([w], [b], tf.reduce_sum(w * b))\n")
+    (site,) = runner.run([lib], runner.RunOptions(jobs=1)).results[0].sites
+    assert site.status == MANUAL, (site.code, site.reason)
+
+
+@pytest.mark.parametrize("value, fresh", [
+    ("ws + bs", False), ("ws * 2", False), ("x * 2.0", True), ("x + 1", True), ("-x", True),
+    ("real + alpha * (fake - real)", True), ("a - b", True), ("a + tf.ones([2])", True),
+])
+def test_which_arithmetic_makes_a_new_tensor(value, fresh):
+    import libcst as cst
+
+    from migrator._plugins._grad_values import is_fresh
+    assert is_fresh(cst.parse_expression(value), {}) == fresh

@@ -182,10 +182,29 @@ def is_fresh(value: Optional[cst.BaseExpression], qn) -> bool:
         name = tf_name(value, qn)
         return call_kind(value, qn) in ("tf", "leaf") and name not in _MAY_RETURN_INPUT
     if isinstance(value, cst.BinaryOperation):
-        return not (_literal(value.left) and _literal(value.right))
+        return not (_literal(value.left) and _literal(value.right)) and not may_be_sequence_op(value)
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
         return not _literal(value.expression)
     return False
+
+
+def may_be_sequence_op(op: cst.BinaryOperation) -> bool:
+    """``a + b`` or ``a * n`` that may join or repeat Python lists, handing back the very tensors
+    they hold (an adversarial run: `params = ws + bs` was taken for a new tensor).  Not when an
+    operand is a float literal or a TF call, which no list takes."""
+    if not isinstance(op.operator, (cst.Add, cst.Multiply)):
+        return False
+    sides = (op.left, op.right)
+    if any(isinstance(e, (cst.Float, cst.Imaginary, cst.UnaryOperation)) for e in sides):
+        return False
+    if any(isinstance(e, cst.BinaryOperation) and not may_be_sequence_op(e) for e in sides):
+        return False  # a tensor (or number) on one side: `real + alpha * (fake - real)`
+    if any(isinstance(e, cst.Call) and dotted(e.func) is not None and dotted(e.func).split(".")[0] in
+           ("tf", "tensorflow") for e in sides):
+        return False
+    if isinstance(op.operator, cst.Add) and any(isinstance(e, cst.Integer) for e in sides):
+        return False  # `[a] + 1` raises: a number
+    return True
 
 
 def _literal(e: cst.BaseExpression) -> bool:
@@ -231,8 +250,10 @@ def value_kind(v: Optional[cst.BaseExpression], qn, one_output) -> str:
     """"list", "tensor" or "unknown" for a value bound to a source name."""
     if isinstance(v, (cst.List, cst.Tuple, cst.ListComp)):
         return "list"
-    if isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)):
+    if isinstance(v, cst.UnaryOperation) or isinstance(v, cst.BinaryOperation) and not may_be_sequence_op(v):
         return "tensor"
+    if isinstance(v, cst.BinaryOperation):
+        return "unknown"  # `ws + bs`, `ws * 1`: maybe lists joined or repeated
     if isinstance(v, cst.Attribute) and v.attr.value in LIST_ATTRS:
         return "list"
     if isinstance(v, cst.Call):
