@@ -202,9 +202,10 @@ def may_be_sequence_op(op: cst.BinaryOperation) -> bool:
     if any(isinstance(e, cst.Call) and dotted(e.func) is not None and dotted(e.func).split(".")[0] in
            ("tf", "tensorflow") for e in sides):
         return False
-    if isinstance(op.operator, cst.Add) and any(isinstance(e, cst.Integer) for e in sides):
-        return False  # `[a] + 1` raises: a number
-    return True
+    if isinstance(op.operator, cst.Add):
+        return not any(isinstance(e, cst.Integer) for e in sides)  # `[a] + 1` raises: a number
+    # `ws * 2` repeats a list; `alpha * differences` (two names) cannot be two lists
+    return any(isinstance(e, cst.Integer) or isinstance(e, cst.Call) and dotted(e.func) == "len" for e in sides)
 
 
 def _literal(e: cst.BaseExpression) -> bool:
