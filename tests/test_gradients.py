@@ -941,3 +941,20 @@ def test_connected_batch_jacobian_still_migrates():
     src = BJAC + "def f():\n    x = tf.constant([[0.5, 1.5]])\n    y = x * x\n    return batch_jacobian(y, x)\n"
     out, sites = migrate(src)
     assert [s.status for s in sites] == [MIGRATED] and "tape.batch_jacobian" in out
+
+
+def test_an_eager_guard_left_in_the_function_is_named_in_a_note():
+    """Found on real code (tf-gan): `if tf.executing_eagerly(): raise` was written for tf.gradients
+    and still stops the migrated function eagerly; the report says so."""
+    out, sites = migrate("""\
+        import tensorflow as tf
+
+
+        def penalty(mid):
+            if tf.executing_eagerly():
+                raise RuntimeError("tf.gradients needs a graph")
+            score = tf.reduce_sum(tf.tanh(mid * 2.0))
+            return tf.gradients(score, mid)[0]
+        """)
+    site = only(sites)
+    assert site.status == MIGRATED and any("line 5 raises when executing eagerly" in n for n in site.notes), site.notes

@@ -382,3 +382,22 @@ def _python_list(an, expr, at, depth: int = 0) -> bool:
     if isinstance(expr, cst.Name) and depth < 3:
         return any(v is not None and _python_list(an, v, at, depth + 1) for v in _values_of(an, expr.value, at))
     return False
+
+
+def eager_guard(an, node) -> Optional[int]:
+    """The line of ``if tf.executing_eagerly(): raise ...`` in the function holding ``node``:
+    written because tf.gradients needs a graph, it still stops the migrated code eagerly
+    (found on real code: tf-gan's gradient penalty)."""
+    fn = an.parents.get(node)
+    while fn is not None and not isinstance(fn, cst.FunctionDef):
+        fn = an.parents.get(fn)
+    if fn is None or not isinstance(fn.body, cst.IndentedBlock):
+        return None
+    for stmt in fn.body.body:
+        if isinstance(stmt, cst.If) and any(
+                isinstance(c.func, (cst.Attribute, cst.Name)) and (getattr(c.func, "attr", None) or c.func).value
+                == "executing_eagerly" for c in an.calls_in(stmt.test)) and any(
+                isinstance(small, cst.Raise) for line in stmt.body.body
+                if isinstance(line, cst.SimpleStatementLine) for small in line.body):
+            return an.line(stmt)
+    return None

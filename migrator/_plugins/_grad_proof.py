@@ -31,7 +31,7 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator._plugins._dataflow import touches
+from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
@@ -356,6 +356,7 @@ class Prover(WatchProof):
             return
         srcs = self.src_text
         named = self.unproven or [r for r, _ in self.outside]
+        named = [r for r in named if r.split(".")[0] not in BUILTINS] or named  # `float`, `int` carry no tensor
         names = ", ".join(r if r.startswith("the state ") else f"`{r}`" for r in named[:3])
         via = ("values made outside this block or handed back by its calls"
                if any(r.endswith("(...)") for r in named[:3]) else "values made outside this block")

@@ -48,6 +48,7 @@ from migrator._plugins._grad_filechecks import (
     calls_manual_gradient,
     check_contexts,
     check_runtime_args,
+    eager_guard,
     grad_file_refusal,
 )
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
@@ -171,8 +172,11 @@ class GradientRewrite:
         if c.refused is not None:
             self._site(None, kind, c.refused.code, c.refused.reason, line=c.line, col=c.col)
             return
+        guard = eager_guard(self, c.node)
+        notes = list(c.notes) + ([f"line {guard} raises when executing eagerly, a guard written for tf.gradients; "
+                                  "the tape works eagerly: remove the guard by hand"] if guard else [])
         site = Site(kind=kind, code=DONE[c.kind], line=self.ctx.original_line(c.line), col=c.col, status=MIGRATED,
-                    reason=codes.title(DONE[c.kind]), notes=list(c.notes))
+                    reason=codes.title(DONE[c.kind]), notes=notes)
         site.proof = list(dict.fromkeys(c.proof + (c.partner.proof if c.partner else [])))
         site.assumptions = list(c.assumptions)
         self.ctx.sites.append(site)
