@@ -958,3 +958,17 @@ def test_an_eager_guard_left_in_the_function_is_named_in_a_note():
         """)
     site = only(sites)
     assert site.status == MIGRATED and any("line 5 raises when executing eagerly" in n for n in site.notes), site.notes
+
+
+def test_the_double_backward_trick_is_named_in_the_reason():
+    """PINNs' fwd_gradients: a gradient with respect to the grad_ys of another; the TF2 spelling
+    is a forward accumulator, which the reason now says (found on unseen real code)."""
+    out, sites = migrate("""\
+        import tensorflow as tf
+
+
+        def fwd_gradients(u, x, dummy):
+            g = tf.gradients(u, x, grad_ys=dummy)[0]
+            return tf.gradients(g, dummy)[0]
+        """)
+    assert sites and all(s.status == MANUAL and "ForwardAccumulator" in s.reason for s in sites), sites

@@ -60,7 +60,7 @@ from migrator._plugins._grad_values import (
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
 from migrator.notebook import CELL_MARKER
-from migrator.tfnames import LazyQualifiedNameProvider, tf_name
+from migrator.tfnames import LazyQualifiedNameProvider, dotted, tf_name
 
 KINDS = {"grad": TF_GRADIENTS, "hess": HESSIANS, "jac": JACOBIAN, "bjac": JACOBIAN}
 DONE = {"grad": "TFG003", "hess": "TFG005", "jac": "TFG004", "bjac": "TFG004"}
@@ -170,7 +170,11 @@ class GradientRewrite:
             return
         kind = KINDS[c.kind]
         if c.refused is not None:
-            self._site(None, kind, c.refused.code, c.refused.reason, line=c.line, col=c.col)
+            reason = c.refused.reason
+            if self._double_backward(c):
+                reason += ("; this pair is the double-backward trick for a forward-mode (Jacobian-vector) "
+                           "product: in TF2 write it with tf.autodiff.ForwardAccumulator")
+            self._site(None, kind, c.refused.code, reason, line=c.line, col=c.col)
             return
         guard = eager_guard(self, c.node)
         notes = list(c.notes) + ([f"line {guard} raises when executing eagerly, a guard written for tf.gradients; "
@@ -180,6 +184,13 @@ class GradientRewrite:
         site.proof = list(dict.fromkeys(c.proof + (c.partner.proof if c.partner else [])))
         site.assumptions = list(c.assumptions)
         self.ctx.sites.append(site)
+
+    def _double_backward(self, c: Call) -> bool:
+        """``g = tf.gradients(u, x, grad_ys=d)`` then ``tf.gradients(g, d)`` (PINNs' fwd_gradients)."""
+        keys = {dotted(o.kwargs.get("output_gradients")) for o in self.calls if o.kind == "grad"} - {None}
+        mine = dotted(c.kwargs.get("output_gradients")) if c.kind == "grad" else None
+        return c.kind == "grad" and (dotted(c.xs) in keys or mine is not None and any(
+            dotted(o.xs) == mine for o in self.calls if o is not c))
 
     def _site(self, node, kind, code, reason, line=None, col=None) -> None:
         if line is None:
