@@ -221,15 +221,20 @@ class Project:
         a, b = os.path.abspath(a), os.path.abspath(b)
         if a == b:
             return True
-        if self._dynamic is None:
-            hits = [self.grep(w) for w in (b"importlib", b"__import__", b"runpy", b"imp.load_")]
+        if self._dynamic is None:  # imports by computed name or path: anything may load anything
+            hits = [self.grep(w) for w in (b"importlib", b"__import__", b"runpy", b"imp.load_", b"exec(",
+                                           b"sys.path")]
             self._dynamic = any(h is None or h for h in hits)
         if self._dynamic:
             return True
         ups = self.importers(a, depth)
         if ups is None:
             return True
-        return any(r == b or b in self.import_closure(r, depth) for r in [a] + ups)
+        # a conftest.py is loaded with every test under its folder (and what those import)
+        tests = [c for c in self.files() or [] if os.path.basename(c) == "conftest.py"]
+        roots = [a] + ups + [c for c in tests if any((os.path.dirname(r) + os.sep).startswith(
+            os.path.dirname(c) + os.sep) for r in [a] + ups)]
+        return any(r == b or b in self.import_closure(r, depth) for r in roots)
 
     def text_hits(self, paths: Iterable[str], needles: Iterable[bytes]) -> list[Location]:
         """Where any of ``needles`` occurs in code (not comments or strings) of ``paths``."""
@@ -397,6 +402,16 @@ def _import_nodes(project: Project, path: str) -> list:
 
 
 def _imports(project: Project, path: str):
+    # importing `pkg.sub.mod` runs `pkg/__init__.py` and `pkg/sub/__init__.py` first (an
+    # adversarial run: an override map entered in a package's __init__)
+    here = os.path.dirname(os.path.abspath(path))
+    while project.root is not None and (here + os.sep).startswith(project.root + os.sep):
+        init = os.path.join(here, "__init__.py")
+        if init != os.path.abspath(path) and (os.path.isfile(init) or init in project.originals):
+            yield init, 0
+        if here == project.root:
+            break
+        here = os.path.dirname(here)
     for node in _import_nodes(project, path):
         if isinstance(node, ast.Import):
             for a in node.names:

@@ -351,3 +351,39 @@ def test_which_arithmetic_makes_a_new_tensor(value, fresh):
 
     from migrator._plugins._grad_values import is_fresh
     assert is_fresh(cst.parse_expression(value), {}) == fresh
+
+
+@pytest.mark.parametrize("fill", ["_ = [acc.append(v) for v in [x * x]]", "any(acc.append(v) for v in [x * x])"])
+def test_a_container_filled_inside_a_comprehension_is_changed_in_place(fill):
+    """Found by an adversarial run: the caller's `acc` held `x * 3`, which the tape never saw."""
+    src, out, sites = _sites("import tensorflow as tf\n\n\ndef grads(x, acc):\n    " + fill +
+                             "\n    return tf.gradients(tf.add_n(acc), x)[0]\n")
+    assert out == src and [(s.status, s.code) for s in sites] == [(MANUAL, "TFG130")], [s.reason for s in sites]
+
+
+@pytest.mark.parametrize("files, refused", [
+    ({"pkg/__init__.py": ""}, False),  # nothing loads the two together
+    ({"pkg/__init__.py": "from pkg import a  # noqa: F401\n"}, True),  # importing pkg.b runs pkg/__init__ first
+    ({"pkg/conftest.py": "from pkg import a  # noqa: F401\n"}, True),  # pytest loads it with the tests beside b
+    ({"main.py": "exec('import pkg.a')\nimport pkg.b\n"}, True),  # an import no parser follows
+])
+def test_an_override_loaded_with_this_file_in_other_ways_keeps_the_call(tmp_path, files, refused):
+    """A manual override in pkg/a.py wraps code in pkg/b.py when both are loaded together."""
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "pkg/a.py", """\
+        import contextlib
+        import tensorflow as tf
+
+
+        def run(x, fn):
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(tf.compat.v1.get_default_graph().gradient_override_map({"Relu": "Identity"}))
+                return fn(x)
+        """)
+    user = write(tmp_path, "pkg/b.py", "import tensorflow as tf\n\n\ndef sal(x):\n    y = tf.nn.relu(x * 2.0)\n"
+                                       "    return tf.gradients(y, x)[0]\n")
+    for name, text in files.items():
+        write(tmp_path, name, text)
+    res = {r.path: r for r in runner.run([user, str(tmp_path / "pkg" / "a.py")], runner.RunOptions(jobs=1)).results}
+    (site,) = res[user].sites
+    assert (site.status == MANUAL and site.code == "TFG122") == refused, (site.code, site.reason)

@@ -105,8 +105,52 @@ def test_per_index_targets_migrate(body):
     "def f(x):\n    y = x * 3.0\n    return list(tf.gradients(y[:, i], x)[0] for i in range(3))\n",
     "def f(x):\n    y = x * 3.0\n    return [tf.gradients(y[j, i], x)[0] for i in range(3) for j in range(2)]\n",
     "class K:\n    x = tf.constant([[1.0, 2.0]])\n    y = x * 3.0\n    gs = [tf.gradients(y[:, i], x)[0] for i in range(2)]\n",
+    # a third run: `range` that is not the builtin, a body that may change what the slice reads
+    # (a helper, an alias, operator.setitem), and a try that catches a slice that raises
+    "def f(x, range=range):\n    y = x * 3.0\n    return [tf.gradients(y[:, i], x)[0] for i in range(2)]\n",
+    """\
+    def f(x):
+        y = x * 3.0
+        gs = []
+        for i in range(2):
+            gs.append(tf.gradients(y[:, i], x)[0])
+            helper(y)
+        return gs
+    """,
+    """\
+    def f(x):
+        y = x * 3.0
+        return [tf.reduce_sum(helper(tf.gradients(y[:, i], x)[0])) for i in range(2)]
+    """,
+    """\
+    def f(x):
+        y = x * 3.0
+        gs = []
+        try:
+            for i in range(4):
+                gs.append(tf.gradients(y[:, i], x)[0])
+        except ValueError:
+            pass
+        return gs
+    """,
 ])
 def test_per_index_shapes_that_are_not_proved_stay_byte_identical(body):
     src, (out, sites) = _run(body)
     assert out == src
     assert sites and all(s.status == MANUAL for s in sites), [(s.status, s.code) for s in sites]
+
+
+def test_a_module_that_defines_its_own_range_keeps_the_call():
+    src, (out, sites) = _run("""\
+        def range(n):
+            return [n - 1 - k for k in builtins_range(n)]
+
+
+        builtins_range = __builtins__["range"] if isinstance(__builtins__, dict) else __builtins__.range
+
+
+        def f(x):
+            y = x * 3.0
+            return [tf.gradients(y[:, i], x)[0] for i in range(2)]
+        """)
+    assert out == src and all(s.status == MANUAL for s in sites)

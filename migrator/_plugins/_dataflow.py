@@ -241,17 +241,20 @@ class _Collector(cst.CSTVisitor):
         inner.depth = self.depth
         for part in parts:
             part.visit(inner)
-        self._merge(inner.fx, bound)
+        self._merge(inner.fx, bound, inner)
         return False
 
     def _scoped(self, node: cst.CSTNode, bound: set) -> None:
         inner = _Collector()
         inner.depth = self.depth
         node.visit(inner)
-        self._merge(inner.fx, bound)
+        self._merge(inner.fx, bound, inner)
 
-    def _merge(self, fx: "Effects", bound: set) -> None:
+    def _merge(self, fx: "Effects", bound: set, inner: "_Collector" = None) -> None:
         own = lambda k: k.split(".")[0] in bound  # noqa: E731
+        if inner is not None:  # `[acc.append(v) for v in ys]` changes acc in place (an adversarial run)
+            self.mutated |= {k for k in inner.mutated if not own(k)}
+            self.bound |= {k for k in inner.bound if not own(k)}
         self.fx.reads |= {k for k in fx.reads if not own(k)}
         self.fx.data |= {k for k in fx.data if not own(k)}
         self.fx.writes |= {k for k in fx.writes if not own(k)}

@@ -270,7 +270,7 @@ def is_index0(node: cst.CSTNode, parent: cst.CSTNode) -> bool:
     )
 
 
-def check_context(c: Call, parents, find: Find, tf_name_of=None) -> None:
+def check_context(c: Call, parents, find: Find, an=None) -> None:
     """Refuse a call that stands where no tape can be opened before it."""
     node: cst.CSTNode = c.node
     parent = parents.get(node)
@@ -293,8 +293,8 @@ def check_context(c: Call, parents, find: Find, tf_name_of=None) -> None:
             if id(cur) in find.graph_fn_nodes:
                 raise Refuse("TFG121", "the call is inside a function passed to tf.while_loop/tf.cond, which runs in "
                                        "graph-only control flow; keep it in graph mode (tf.function) or use a tape")
-            per = per_index.comprehension(cur, child, tf_name_of) if tf_name_of else None
-            if per is None or not per_index.call_ok(c, per, tf_name_of, parents):
+            per = per_index.comprehension(cur, child, an) if an is not None else None
+            if per is None or not per_index.call_ok(c, per, an, parents):
                 raise Refuse("TFG128", "the call is inside a lambda or comprehension; bind its result "
                                        "to a name in a statement first")
             c.per_index, c.persistent = per, True

@@ -25,7 +25,7 @@ from migrator.tfnames import dotted
 _COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try)
 
 
-def home(c: Call, parents, tf_name_of=None) -> tuple[cst.CSTNode, cst.BaseSuite]:
+def home(c: Call, parents, an=None) -> tuple[cst.CSTNode, cst.BaseSuite]:
     """(statement, block): the top-level statement of the tape's block that holds the call."""
     stmt, block = _stmt_block(c.node, parents)
     if c.refused is not None or c.kind == "hess":
@@ -60,7 +60,7 @@ def home(c: Call, parents, tf_name_of=None) -> tuple[cst.CSTNode, cst.BaseSuite]
             if touches(body, ys_keys | src_keys | (slice_keys or set())):
                 break
         new_slice = slice_keys
-        per = _per_index(c, owner, stmt, header, ys, slice_keys, parents, tf_name_of) \
+        per = _per_index(c, owner, stmt, header, ys, slice_keys, parents, an) \
             if touches(header, ys_keys) else None
         if per is not None:
             # `for i in range(n): gs.append(tf.gradients(y[:, i], x)[0])`: every slice is taken in the tape
@@ -83,17 +83,17 @@ def home(c: Call, parents, tf_name_of=None) -> tuple[cst.CSTNode, cst.BaseSuite]
     return stmt, block
 
 
-def _per_index(c: Call, owner, stmt, header: set, ys, slice_keys, parents, tf_name_of) -> Optional[dict]:
+def _per_index(c: Call, owner, stmt, header: set, ys, slice_keys, parents, an) -> Optional[dict]:
     """The loop's per-index form (_grad_per_index), when the header binds only the index, the
     body never rebinds it, and the call's statement is a simple line of the body."""
-    if tf_name_of is None or ys is not None or slice_keys is not None or c.per_index is not None:
+    if an is None or ys is not None or slice_keys is not None or c.per_index is not None:
         return None
     if not isinstance(stmt, cst.SimpleStatementLine):
         return None  # under an if/with/try of the body: not every iteration takes the gradient
-    per = per_index.loop(owner, stmt, tf_name_of)
+    per = per_index.loop(owner, stmt, an)
     if per is None or set(header) != {per["var"]} or touches(effects(owner.body).writes, {per["var"]}):
         return None
-    return per if per_index.call_ok(c, per, tf_name_of, parents) else None
+    return per if per_index.call_ok(c, per, an, parents) else None
 
 
 def _stmt_block(node: cst.CSTNode, parents):

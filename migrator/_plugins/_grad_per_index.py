@@ -31,6 +31,7 @@ from typing import Optional
 
 import libcst as cst
 
+from migrator._plugins._grad_values import qnames
 from migrator.tfnames import dotted
 
 #: TF functions a per-index target may call: pure, deterministic, one tensor in, one out
@@ -42,32 +43,50 @@ _PURE_TF = frozenset({
 })
 
 
-def comprehension(comp: cst.CSTNode, child: cst.CSTNode, an_tf_name) -> Optional[dict]:
+def comprehension(comp: cst.CSTNode, child: cst.CSTNode, an) -> Optional[dict]:
     """``{"var", "range", "over"}`` when the call sits in the element of ``[... for i in range(n)]``
-    (one ``for``, no ``if``, a list display: generators run lazily, elsewhere)."""
+    (one ``for``, no ``if``, a list display: generators run lazily, elsewhere), and the element
+    calls nothing but TF (no code that could change what the slices read between iterations)."""
     if not isinstance(comp, cst.ListComp) or child is not comp.elt:
         return None
-    return _header(comp.for_in.target, comp.for_in.iter, comp, an_tf_name) if (
+    if not _only_tf_calls(comp.elt, an):
+        return None
+    return _header(comp.for_in.target, comp.for_in.iter, comp, an) if (
         comp.for_in.inner_for_in is None and not comp.for_in.ifs and comp.for_in.asynchronous is None) else None
 
 
-def loop(owner: cst.CSTNode, stmt: cst.CSTNode, an_tf_name) -> Optional[dict]:
-    """The same for ``for i in range(n):`` whose body runs ``stmt`` (holding the call) on every
-    iteration: ``stmt`` is a statement of the body itself, and nothing leaves an iteration early."""
+def loop(owner: cst.CSTNode, stmt: cst.CSTNode, an) -> Optional[dict]:
+    """The same for ``for i in range(n):`` whose body is the one line ``stmt`` (holding the call)
+    calling nothing but TF and ``append``: a helper, an alias or ``operator.setitem`` in the body
+    could change what the slices read between iterations (an adversarial run)."""
     if not isinstance(owner, cst.For) or owner.orelse is not None or owner.asynchronous is not None:
         return None
-    if not isinstance(owner.body, cst.IndentedBlock) or not any(s is stmt for s in owner.body.body):
+    if not isinstance(owner.body, cst.IndentedBlock) or len(owner.body.body) != 1 or owner.body.body[0] is not stmt:
         return None
-    if _leaves_early(owner.body):
+    if _leaves_early(owner.body) or not _only_tf_calls(stmt, an, allow=("append",)):
         return None
-    return _header(owner.target, owner.iter, owner, an_tf_name)
+    return _header(owner.target, owner.iter, owner, an)
 
 
-def _header(target, it, over, an_tf_name) -> Optional[dict]:
+def _only_tf_calls(node: cst.CSTNode, an, allow: tuple = ()) -> bool:
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, cst.Call) and an.tf_name(n) is None and not (
+                isinstance(n.func, cst.Attribute) and n.func.attr.value in allow):
+            return False
+        if isinstance(n, (cst.Global, cst.Nonlocal, cst.NamedExpr, cst.Lambda)):
+            return False
+        todo.extend(n.children)
+    return True
+
+
+def _header(target, it, over, an) -> Optional[dict]:
     if not isinstance(target, cst.Name) or not isinstance(it, cst.Call):
         return None
-    if not (isinstance(it.func, cst.Name) and it.func.value == "range") or an_tf_name(it) is not None:
-        return None
+    if not (isinstance(it.func, cst.Name) and it.func.value == "range") or \
+            "builtins.range" not in qnames(it.func, an.qn):
+        return None  # a module's own `range`, a parameter named so (an adversarial run)
     # `range(n)` only: the list of targets is indexed by the loop variable, so index and value
     # must agree (`range(1, 3)` would read the wrong slice, or past the end)
     if len(it.args) != 1 or it.args[0].keyword is not None or it.args[0].star or not _plain(it.args[0].value):
@@ -115,19 +134,19 @@ def _leaves_early(body: cst.CSTNode) -> bool:
     return bool(found)
 
 
-def call_ok(c, info: dict, an_tf_name, parents) -> bool:
+def call_ok(c, info: dict, an, parents) -> bool:
     """A ``tf.gradients`` whose target is an expression of the index and whose sources and
     other arguments are not; not in a class body (a comprehension there cannot see its names)."""
     if c.kind != "grad" or c.per_index is not None or dotted(c.ys) is not None or isinstance(c.ys, (cst.List,
                                                                                                    cst.Tuple)):
         return False
     var = info["var"]
-    if not target_ok(c.ys, var, an_tf_name) or _reads(c.xs, var) or any(_reads(v, var) for v in c.kwargs.values()):
+    if not target_ok(c.ys, var, an.tf_name) or _reads(c.xs, var) or any(_reads(v, var) for v in c.kwargs.values()):
         return False
     cur = parents.get(info["over"])
     while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.Module)):
-        if isinstance(cur, cst.ClassDef):
-            return False
+        if isinstance(cur, (cst.ClassDef, cst.Try)):
+            return False  # a class body hides its names; a try may catch a slice that raises
         cur = parents.get(cur)
     return True
 

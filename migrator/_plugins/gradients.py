@@ -121,7 +121,7 @@ class GradientRewrite:
                 c.refused = file_refusal
         by_block: dict[int, tuple] = {}
         for c in self.calls:
-            stmt, block = home(c, self.parents, self.tf_name)
+            stmt, block = home(c, self.parents, self)
             by_block.setdefault(id(block), (block, []))[1].append((stmt, c))
         # plan inner blocks first (their refusals freeze statements of outer blocks),
         # then name tapes outer first (inner blocks must not reuse a name alive around them)
@@ -160,7 +160,7 @@ class GradientRewrite:
         c = Call(node=node, kind=kind, line=p.line, col=p.column + 1)
         try:
             parse_args(c, self.code)
-            check_context(c, self.parents, self.find, self.tf_name)
+            check_context(c, self.parents, self.find, self)
         except Refuse as r:
             c.refused = r
         return c
