@@ -76,6 +76,7 @@ class Project:
         self._overrides: dict[str, list[Location]] = {}
         self._registry: Optional[tuple] = None  # (registry_patches(),) once asked
         self._dynamic: Optional[bool] = None  # some file imports modules by computed name
+        self._named: dict[str, list[str]] = {}
 
     # -- files ------------------------------------------------------------
     def files(self) -> Optional[list[str]]:
@@ -214,6 +215,15 @@ class Project:
             frontier = nxt
         return found
 
+    def named_like(self, module: str) -> list[str]:
+        """Project files an absolute import the resolver could not place may still name: one
+        whose path ends like the module (`sys.path.insert(0, "../utils")` then `import plotting`)."""
+        if module not in self._named:
+            tail = os.path.join(*module.split("."))
+            self._named[module] = [f for f in self.files() or [] if f.endswith(os.sep + tail + ".py") or
+                                   f.endswith(os.sep + os.path.join(tail, "__init__.py"))]
+        return self._named[module]
+
     def may_run_together(self, a: str, b: str, depth: int = 8) -> bool:
         """Whether ``a`` and ``b`` may be loaded in one process: one imports the other, or some
         project file imports both (through project modules).  True when that cannot be told:
@@ -222,8 +232,7 @@ class Project:
         if a == b:
             return True
         if self._dynamic is None:  # imports by computed name or path: anything may load anything
-            hits = [self.grep(w) for w in (b"importlib", b"__import__", b"runpy", b"imp.load_", b"exec(",
-                                           b"sys.path")]
+            hits = [self.grep(w) for w in (b"importlib", b"__import__", b"runpy", b"imp.load_", b"exec(")]
             self._dynamic = any(h is None or h for h in hits)
         if self._dynamic:
             return True
@@ -418,11 +427,15 @@ def _imports(project: Project, path: str):
                 q = project.resolve(a.name, 0, path)
                 if q is not None:
                     yield q, node.lineno
+                else:
+                    yield from ((f, node.lineno) for f in project.named_like(a.name))
         elif isinstance(node, ast.ImportFrom):
             mod = node.module or ""
             q = project.resolve(mod, node.level, path)
             if q is not None:
                 yield q, node.lineno
+            elif mod and not node.level:
+                yield from ((f, node.lineno) for f in project.named_like(mod))
             for a in node.names:  # `from pkg import module`
                 sub = project.resolve(f"{mod}.{a.name}" if mod else a.name, node.level, path)
                 if sub is not None:

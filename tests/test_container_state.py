@@ -366,6 +366,8 @@ def test_a_container_filled_inside_a_comprehension_is_changed_in_place(fill):
     ({"pkg/__init__.py": "from pkg import a  # noqa: F401\n"}, True),  # importing pkg.b runs pkg/__init__ first
     ({"pkg/conftest.py": "from pkg import a  # noqa: F401\n"}, True),  # pytest loads it with the tests beside b
     ({"main.py": "exec('import pkg.a')\nimport pkg.b\n"}, True),  # an import no parser follows
+    # a folder put on sys.path: `import a` names pkg/a.py though the resolver cannot place it
+    ({"main.py": "import sys\nsys.path.insert(0, 'pkg')\nimport a\nimport b\n"}, True),
 ])
 def test_an_override_loaded_with_this_file_in_other_ways_keeps_the_call(tmp_path, files, refused):
     """A manual override in pkg/a.py wraps code in pkg/b.py when both are loaded together."""
