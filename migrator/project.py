@@ -234,8 +234,8 @@ class Project:
         if self._dynamic is None:  # imports by computed name or path: anything may load anything
             hits = [self.grep(w) for w in (b"importlib", b"__import__", b"runpy", b"imp.load_", b"exec(")]
             self._dynamic = any(h is None or h for h in hits)
-        if self._dynamic:
-            return True
+        if self._dynamic or b in self.import_closure(a, depth):
+            return True  # (the closure first: it is cached, importers are searched for)
         ups = self.importers(a, depth)
         if ups is None:
             return True

@@ -63,12 +63,10 @@ def grad_file_refusal(an) -> Optional[Refuse]:
     # modules, a method or a context manager (an adversarial run: TF1 [2, 2, 2], a tape [2, 0, 2])
     unmigrated = set(an.ctx.index.unmigrated_override_modules)
     for other in an.project.grep(b"gradient_override_map") or []:
-        if other == here or not an.project.override_entries(other):
-            continue
         in_run = other in an.project.originals
-        if in_run and not module_names_for(other) & unmigrated:
-            continue  # its overrides were migrated in this run
-        if an.project.may_run_together(here, other):
+        if other == here or in_run and not module_names_for(other) & unmigrated:
+            continue  # its overrides were migrated in this run (checked first: no parse)
+        if an.project.override_entries(other) and an.project.may_run_together(here, other):
             where = "is not part of this run" if not in_run else "was left for manual migration"
             at = an.project.override_entries(other)[0].line
             return Refuse("TFG122", f"{os.path.basename(other)}:{at} enters gradient_override_map and {where}; it "
