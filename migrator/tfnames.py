@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import ScopeProvider
+from libcst.metadata import ImportAssignment, QualifiedName, QualifiedNameSource, ScopeProvider
 from libcst.metadata.base_provider import BaseMetadataProvider
 
 _COMPAT = ("tensorflow.compat.v1.", "tensorflow.compat.v2.")
@@ -46,11 +46,16 @@ def normalize(name: str) -> Optional[str]:
 
 
 class _ScopeNames:
-    """node -> its qualified names, asked of the node's scope on first use (and kept)."""
+    """node -> its qualified names, asked of the node's scope on first use (and kept).
 
-    def __init__(self, scopes) -> None:
+    A module-level name bound only to TensorFlow (``tf1 = tf.compat.v1``, ``grad = tf.gradients``,
+    or ``if ...: tf = tf.compat.v1`` after the import) also stands for what it is bound to:
+    libcst's names stop at an assignment, and real code was not reported at all."""
+
+    def __init__(self, scopes, module: Optional[cst.Module] = None) -> None:
         self._scopes = scopes
         self._names: dict = {}
+        self._aliases = _tf_aliases(module, scopes) if module is not None else {}
 
     def get(self, node, default=None):
         names = self._names.get(node)
@@ -58,7 +63,7 @@ class _ScopeNames:
             scope = self._scopes.get(node)
             if scope is None:
                 return default
-            names = self._names[node] = scope.get_qualified_names_for(node)
+            names = self._names[node] = self._expand(scope.get_qualified_names_for(node))
         return names
 
     def __getitem__(self, node):
@@ -66,6 +71,83 @@ class _ScopeNames:
         if names is None:
             raise KeyError(node)
         return names
+
+    def _expand(self, names):
+        if not self._aliases:
+            return names
+        extra = set()
+        for qn in names:
+            head, _, rest = qn.name.partition(".")
+            if qn.source == QualifiedNameSource.LOCAL and head in self._aliases:
+                extra |= {QualifiedName(t + ("." + rest if rest else ""), QualifiedNameSource.IMPORT)
+                          for t in self._aliases[head]}
+        return set(names) | extra if extra else names
+
+
+def _module_level_assigns(module: cst.Module):
+    """``name = dotted.expr`` statements at module level (also inside a top-level if/try/with)."""
+    todo = list(module.body)
+    while todo:
+        st = todo.pop()
+        if isinstance(st, cst.SimpleStatementLine):
+            for small in st.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                        isinstance(small.targets[0].target, cst.Name) and dotted(small.value) is not None:
+                    yield small
+        elif isinstance(st, (cst.If, cst.Try, cst.With, cst.Else, cst.Finally, cst.ExceptHandler)):
+            todo += list(st.body.body)
+            for part in (getattr(st, "orelse", None), getattr(st, "finalbody", None)):
+                if part is not None:
+                    todo.append(part)
+            todo += list(getattr(st, "handlers", ()))
+
+
+def _tf_aliases(module: cst.Module, scopes) -> dict:
+    """Module-level name -> the TF names it is bound to, for names bound only to TensorFlow
+    (every binding an import of TF or an assignment of a TF name; none in a for/with/del)."""
+    values: dict = {}
+    for assign in _module_level_assigns(module):
+        head = assign.targets[0].target.value
+        scope = scopes.get(assign.value)
+        if scope is None:
+            continue
+        names = {q.name for q in scope.get_qualified_names_for(assign.value)
+                 if not (q.source == QualifiedNameSource.LOCAL and q.name.partition(".")[0] == head)}
+        if head in values and values[head] is None:
+            continue
+        if names and all(normalize(n) is not None for n in names):
+            values.setdefault(head, ({}, set()))
+            values[head][0][id(assign.targets[0].target)] = True
+            values[head][1].update(names)
+        else:
+            values[head] = None  # bound to something else too
+    out = {}
+    for head, entry in values.items():
+        glob = next((s.globals for s in [scopes.get(module.body[0])] if s is not None), None) if module.body else None
+        if entry is None or glob is None:
+            continue
+        ok = True
+        for a in glob.assignments[head]:
+            if isinstance(a, ImportAssignment):
+                ok = ok and _imports_tf(a.node, head)
+            else:
+                ok = ok and id(getattr(a, "node", None)) in entry[0]
+        if ok:
+            out[head] = entry[1]
+    return out
+
+
+def _imports_tf(node: cst.CSTNode, head: str) -> bool:
+    """The import statement binds ``head`` to TensorFlow (a module or a name in it)."""
+    if isinstance(node, cst.Import):
+        return any((a.evaluated_alias or a.evaluated_name.split(".")[0]) == head and
+                   normalize(a.evaluated_name) is not None for a in node.names)
+    if isinstance(node, cst.ImportFrom) and not node.relative and node.module is not None and \
+            not isinstance(node.names, cst.ImportStar):
+        base = dotted(node.module)
+        return any((a.evaluated_alias or a.evaluated_name) == head and base is not None and
+                   normalize(f"{base}.{a.evaluated_name}") is not None for a in node.names)
+    return False
 
 
 class LazyQualifiedNameProvider(BaseMetadataProvider):
@@ -79,7 +161,7 @@ class LazyQualifiedNameProvider(BaseMetadataProvider):
     METADATA_DEPENDENCIES = (ScopeProvider,)
 
     def _gen(self, wrapper):  # the resolved mapping itself is lazy: no per-node pass
-        return _ScopeNames(wrapper.resolve(ScopeProvider))
+        return _ScopeNames(wrapper.resolve(ScopeProvider), wrapper.module)
 
 
 class QualifiedNames:

@@ -131,6 +131,13 @@ class Find(cst.CSTVisitor):
             return
         if isinstance(parent, (cst.ImportAlias, cst.Attribute, cst.AsName, cst.ImportFrom, cst.Import)):
             return
+        if isinstance(parent, cst.Assign) and parent.value is node and self.depth == 0 and \
+                len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name) and \
+                tf_name(parent.targets[0].target, self) == tf_name(node, self) in APIS:
+            # `grad = tf.gradients` at module level: tfnames resolves `grad`, so its calls are
+            # sites and its other uses are reported as values (visit_Name)
+            self.api_aliases[parent.targets[0].target.value] = tf_name(node, self)
+            return
         if tf_name(node, self) in APIS:
             self.values.append(node)
 
@@ -178,6 +185,10 @@ class Find(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self.depth == 0:
+            if self.tf_alias != "tf" and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                    and node.targets[0].target.value == "tf" and tf_name(node.targets[0].target, self) in (
+                        "tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
+                self.tf_alias = "tf"  # `tf = tensorflow.compat.v1`: the tape is spelled as the code spells TF
             for t in node.targets:
                 for key in _target_names(t.target):
                     self.variables.setdefault(key, []).append(node.value if isinstance(t.target, cst.Name) else None)
@@ -391,6 +402,17 @@ def may_have_candidates(code: str) -> bool:
                 imported.add(bound)
                 if a.name in API_LEAVES:
                     api_names.add(bound)
+    for node in tree.body if isinstance(tree, ast.Module) else []:
+        # `tf1 = tf.compat.v1`, `grad = tf.gradients` (tfnames resolves such module-level aliases)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in imported:
+                bound = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                imported |= bound
+                if node.value.attr in API_LEAVES:
+                    api_names |= bound
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in API_LEAVES:
             root = node.value
