@@ -36,10 +36,13 @@ def normalize(name: str) -> Optional[str]:
     """The public TF name for a qualified name, or None if it is not TensorFlow."""
     if name != "tensorflow" and not name.startswith("tensorflow."):
         return None
-    for prefix in _COMPAT:
-        if name.startswith(prefix):
-            name = "tensorflow." + name[len(prefix):]
-            break
+    stripped = True
+    while stripped:  # `tf.compat.v1.compat.v1.gradients` (an alias of an alias) is TF's gradients too
+        stripped = False
+        for prefix in _COMPAT:
+            if name.startswith(prefix):
+                name = "tensorflow." + name[len(prefix):]
+                stripped = True
     if name.startswith("tensorflow.python."):
         return _PRIVATE.get(name, name)
     return name
@@ -104,36 +107,41 @@ def _module_level_assigns(module: cst.Module):
 
 def _tf_aliases(module: cst.Module, scopes) -> dict:
     """Module-level name -> the TF names it is bound to, for names bound only to TensorFlow
-    (every binding an import of TF or an assignment of a TF name; none in a for/with/del)."""
-    values: dict = {}
+    (every binding an import of TF or an assignment of a TF name, or of another such name:
+    ``tf1 = tf.compat.v1`` after ``tf = tf.compat.v1``; none in a for/with/del)."""
+    glob = scopes.get(module.body[0]) if module.body else None
+    glob = glob.globals if glob is not None else None
+    if glob is None:
+        return {}
+    bound: dict = {}  # head -> [(target node id, {raw qualified names of the value})]
     for assign in _module_level_assigns(module):
-        head = assign.targets[0].target.value
         scope = scopes.get(assign.value)
-        if scope is None:
-            continue
-        names = {q.name for q in scope.get_qualified_names_for(assign.value)
-                 if not (q.source == QualifiedNameSource.LOCAL and q.name.partition(".")[0] == head)}
-        if head in values and values[head] is None:
-            continue
-        if names and all(normalize(n) is not None for n in names):
-            values.setdefault(head, ({}, set()))
-            values[head][0][id(assign.targets[0].target)] = True
-            values[head][1].update(names)
-        else:
-            values[head] = None  # bound to something else too
-    out = {}
-    for head, entry in values.items():
-        glob = next((s.globals for s in [scopes.get(module.body[0])] if s is not None), None) if module.body else None
-        if entry is None or glob is None:
-            continue
-        ok = True
-        for a in glob.assignments[head]:
-            if isinstance(a, ImportAssignment):
-                ok = ok and _imports_tf(a.node, head)
-            else:
-                ok = ok and id(getattr(a, "node", None)) in entry[0]
-        if ok:
-            out[head] = entry[1]
+        if scope is not None:
+            target = assign.targets[0].target
+            bound.setdefault(target.value, []).append(
+                (id(target), {(q.name, q.source == QualifiedNameSource.LOCAL)
+                              for q in scope.get_qualified_names_for(assign.value)}))
+    out: dict = {}
+    for _round in range(3):  # an alias of an alias
+        for head, values in bound.items():
+            targets, ok = set(), True
+            for _node, names in values:
+                for name, local in names:
+                    first, _, rest = name.partition(".")
+                    if local and first == head:
+                        continue  # `tf = tf.compat.v1`: the other binding of the same name
+                    if local and first in out:
+                        targets |= {t + ("." + rest if rest else "") for t in out[first]}
+                    elif not local and normalize(name) is not None:
+                        targets.add(name)
+                    else:
+                        ok = False
+            nodes = {n for n, _ in values}
+            ok = ok and bool(targets) and all(
+                _imports_tf(a.node, head) if isinstance(a, ImportAssignment) else id(getattr(a, "node", None)) in nodes
+                for a in glob.assignments[head])
+            if ok:
+                out[head] = targets
     return out
 
 
