@@ -508,3 +508,27 @@ def test_override_blocks_an_adversarial_run_broke_are_refused(src):
     out, sites = migrate_text(src)
     assert out == src, out
     assert sites and all(s.status == "manual" for s in sites if s.kind == "override_map")
+
+
+def test_override_through_a_module_level_tf_alias_is_migrated():
+    """`tf1 = tf.compat.v1` then `tf1.get_default_graph().gradient_override_map` and
+    `@tf1.RegisterGradient`: the same site as the import spelling (it had no site at all)."""
+    src = textwrap.dedent('''\
+        import tensorflow as tf
+        tf1 = tf.compat.v1
+
+
+        @tf1.RegisterGradient("ClipGrad")
+        def _clip_grad(op, grad):
+            return tf1.clip_by_value(grad, -0.1, 0.1)
+
+
+        def f(x):
+            g = tf1.get_default_graph()
+            with g.gradient_override_map({"Identity": "ClipGrad"}):
+                y = tf1.identity(x)
+            return y * 3.0
+        ''')
+    out, sites = migrate_text(src)
+    assert {s.status for s in sites} == {MIGRATED}, [(s.code, s.reason) for s in sites]
+    assert "@tf.custom_gradient" in out and "gradient_override_map" not in out and "RegisterGradient" not in out
