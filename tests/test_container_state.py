@@ -389,3 +389,26 @@ def test_an_override_loaded_with_this_file_in_other_ways_keeps_the_call(tmp_path
     res = {r.path: r for r in runner.run([user, str(tmp_path / "pkg" / "a.py")], runner.RunOptions(jobs=1)).results}
     (site,) = res[user].sites
     assert (site.status == MANUAL and site.code == "TFG122") == refused, (site.code, site.reason)
+
+
+def test_a_call_on_the_object_is_named_as_the_reason_not_an_in_place_change():
+    """`self.build(x)` then `self.out`: the call may as well bind `self.out` afresh; the reason
+    says what the migrator cannot tell, instead of claiming an in-place change."""
+    src = textwrap.dedent("""\
+        import tensorflow as tf
+
+
+        class Net:
+            def build(self, x):
+                self.out = tf.tanh(x) * 2.0
+
+            def saliency(self, x):
+                self.build(x)
+                y = self.out * 2
+                return tf.gradients(y, x)[0]
+        """)
+    out, sites = migrate_text(src)
+    (site,) = sites
+    assert out == src and site.code == "TFG130"
+    assert "line 9 runs code on `self` that may set or fill `self.out`" in site.reason
+    assert "changed in place" not in site.reason

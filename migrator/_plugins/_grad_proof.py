@@ -333,6 +333,14 @@ class Prover(WatchProof):
                 break
             if not self.flat[j].inert and touches(self.flat[j].fx.writes, {r}):
                 break
+        whole = next((m for i in range(s, at) for m in sorted(self.flat[i].fx.mutates)
+                      if r.startswith(m + ".") and touches({m}, {r})), None)
+        if whole is not None:  # `self.build(x)`, then `self.out`: the call may as well set it afresh
+            line = next(self.line(i) for i in range(s, at) if whole in self.flat[i].fx.mutates)
+            raise Refuse("TFG130", f"line {line} runs code on `{whole}` that may set or fill `{r}`: the migrator "
+                                   f"cannot tell whether `{r}` then holds a tensor made inside the tape or one from "
+                                   "before it, which the tape did not record; have that code return the value (and "
+                                   f"read it from a local), or open the tape where `{r}` is computed")
         raise Refuse("TFG130", f"`{r}` is changed in place inside the tape (before line {self.line(at)}) but bound "
                                "outside it, so it may already hold tensors the tape did not record (from earlier "
                                "iterations, the enclosing code, a caller or a module-level list); bind it afresh "
