@@ -104,7 +104,20 @@ def test_a_name_bound_to_tf_and_to_something_else_is_no_alias(rebinding):
     src = (f"import tensorflow as tf\nimport mylib\n\ntf1 = tf.compat.v1\n{rebinding}\n\n"
            "def f(x):\n    y = x * x\n    return tf1.gradients(y, x)\n")
     out, sites = migrate_text(src)
-    assert out == src and sites == []
+    assert out == src
+    s = only(sites)
+    assert (s.status, s.code) == (MANUAL, "TFG128") and "`tf1` here is not bound only to the tensorflow" in s.reason
+
+
+@pytest.mark.parametrize("src", [
+    "def saliency(tf, x):\n    y = x * x\n    return tf.gradients(y, x)[0]\n",
+    "def hess(x):\n    import mylib as tf\n    return tf.hessians(x * x, x)\n",
+])
+def test_tf_gradients_through_a_name_that_is_not_the_import_is_reported(src):
+    out, sites = migrate_text(src)
+    assert out == src
+    s = only(sites)
+    assert (s.status, s.code) == (MANUAL, "TFG128") and "cannot tell that" in s.reason
 
 
 @pytest.mark.parametrize("src, line", [

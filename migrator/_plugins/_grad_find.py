@@ -61,6 +61,9 @@ class Find(cst.CSTVisitor):
         self.calls: list[tuple[cst.Call, str]] = []
         self.keras: list[cst.Call] = []
         self.values: list[cst.CSTNode] = []  # non-call references to the API
+        #: `tf.gradients(...)` where `tf` is not (only) the TF import: a parameter, a local, a name
+        #: also bound to something else.  Reported, never rewritten
+        self.unresolved: list[cst.Call] = []
         self.graph_fn_nodes: set[int] = set()
         self.graph_fn_names: set[str] = set()  # functions registered as gradients by a call
         self.control_fn_names: set[str] = set()  # functions passed to tf.while_loop, tf.cond, ...
@@ -78,6 +81,9 @@ class Find(cst.CSTVisitor):
         if name in APIS:
             self.calls.append((node, APIS[name]))
             return
+        if name is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("gradients", "hessians") \
+                and dotted(node.func.value) in TF_HEADS:
+            self.unresolved.append(node)
         if name is not None and name.rsplit(".", 1)[-1] in ("Session", "InteractiveSession", "MonitoredSession",
                                                             "MonitoredTrainingSession", "SingularMonitoredSession"):
             self.session = True
@@ -381,6 +387,11 @@ def chain_items(expr: cst.BaseExpression) -> Optional[list]:
     return None
 
 
+#: how code spells the TF module: `tf.gradients` under one of these that is not the TF import
+#: is reported (a parameter named `tf`, a `for tf in ...`), never taken for TF's
+TF_HEADS = frozenset({"tf", "tensorflow", "tf1", "tfv1", "tf.compat.v1", "tensorflow.compat.v1"})
+
+
 def may_have_candidates(code: str) -> bool:
     """Cheap syntactic pre-check (stdlib ast, no metadata): is there an ``X.gradients``-like
     attribute on an imported name, or a name imported as one of the APIs?"""
@@ -420,4 +431,6 @@ def may_have_candidates(code: str) -> bool:
                 root = root.value
             if isinstance(root, ast.Name) and root.id in imported:
                 return True
+            if node.attr in ("gradients", "hessians") and ast.unparse(node.value) in TF_HEADS:
+                return True  # reported: `tf` may be a parameter
     return any(isinstance(node, ast.Name) and node.id in api_names for node in ast.walk(tree))

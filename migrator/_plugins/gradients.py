@@ -97,7 +97,7 @@ class GradientRewrite:
     def run(self) -> cst.Module:
         self.wrapper.visit(self.find)
         f = self.find
-        if not f.calls and not f.keras and not f.values:
+        if not f.calls and not f.keras and not f.values and not f.unresolved:
             return self.module
         self.parents = self.wrapper.resolve(ParentNodeProvider)
         self.qn = self.wrapper.resolve(LazyQualifiedNameProvider)
@@ -105,6 +105,14 @@ class GradientRewrite:
         for node in f.keras:
             self._site(node, TF_GRADIENTS, "TFG127", "keras.backend.gradients only works in graph mode; compute "
                                                      "the loss inside a tf.GradientTape where the model is called")
+        for node in f.unresolved:
+            head = dotted(node.func.value)
+            kind = HESSIANS if node.func.attr.value == "hessians" else TF_GRADIENTS
+            self._site(node, kind, "TFG128", f"`{head}` here is not bound only to the tensorflow import (a "
+                                                     "parameter, a local, or a name also bound to something else), "
+                                                     f"so the migrator cannot tell that `{self.code(node.func)}` is "
+                                                     "TF's; if it is, compute the targets inside a tf.GradientTape "
+                                                     "by hand")
         for node in f.values:
             self._site(node, TF_GRADIENTS, "TFG128", f"`{self.code(node)}` is used as a value, not called; "
                                                      "call a tf.GradientTape method here by hand")
