@@ -99,3 +99,22 @@ def calls_of(tree: ast.Module, q: str, names: set) -> Optional[list[CallSite]]:
         if ref in names and isinstance(getattr(node, "ctx", None), ast.Load):
             return None  # used as a value: its calls cannot be listed
     return out
+
+
+def self_calls(tree: ast.Module, path: str, cls: str, meth: str) -> list[CallSite]:
+    """``self.meth(...)`` calls in the methods of module-level class ``cls`` (``self``: each
+    method's first parameter).  Not every call of the method (an instance elsewhere, a
+    subclass): enough to refute an assumption, never to prove one."""
+    out: list[CallSite] = []
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name == cls):
+            continue
+        for fn in node.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
+                continue
+            me = fn.args.args[0].arg
+            for call in ast.walk(fn):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == meth \
+                        and isinstance(call.func.value, ast.Name) and call.func.value.id == me:
+                    out.append(CallSite(path, call.lineno, call, fn))
+    return out

@@ -600,3 +600,37 @@ def test_a_registry_patch_in_a_module_this_file_imports_still_refuses(tmp_path):
     user = write(tmp_path, "user.py", "import patcher\n" + textwrap.dedent(SQUARE_USER))
     (site,) = run([user])["user.py"].sites
     assert (site.status, site.code) == (MANUAL, "TFG131"), site.reason
+
+
+_CTOR = ("import tensorflow as tf\n\n\nclass Impl(object):\n    def __init__(self, x, logits, c):\n"
+         "        self.x = x\n        self.logits = logits\n"
+         "        self.loss = c * tf.reduce_sum(tf.square(self.logits)) + tf.reduce_sum(tf.square(self.x))\n"
+         "        self.grad, = tf.gradients(self.loss, self.x)\n\n\n"
+         "def build(x, w):\n    return Impl(x, tf.matmul(x, w), 3.0)\n")
+_METHOD = ("import tensorflow as tf\n\n\nclass Attack(object):\n    def grad_of(self, x, logits):\n"
+           "        loss = tf.reduce_sum(tf.square(logits)) + tf.reduce_sum(x * x)\n"
+           "        return tf.gradients(loss, x)[0]\n\n"
+           "    def run(self, x, w):\n        return self.grad_of(x, tf.matmul(x, w))\n")
+
+
+@pytest.mark.parametrize("src, line", [(_CTOR, 13), (_METHOD, 10)], ids=["constructor", "self_method"])
+def test_a_visible_method_caller_that_passes_a_dependent_value_refutes_the_unsafe_fix(tmp_path, src, line):
+    """Found in real code (cleverhans' LBFGS): a constructor given `model.get_logits(x)` with `x`;
+    the --unsafe-fixes tape, opened inside the constructor, dropped the path through the logits."""
+    path = write(tmp_path, "attack.py", src)
+    for unsafe in (False, True):
+        (site,) = run([path], unsafe=unsafe)["attack.py"].sites
+        assert site.status == MANUAL and site.code == "TFG130", (unsafe, site.code, site.reason)
+        assert f"the caller at attack.py:{line} computes `logits` from `x`" in site.reason
+
+
+def test_a_method_whose_visible_callers_pass_independent_values_stays_an_assumption(tmp_path):
+    src = ("import tensorflow as tf\n\n\nclass Impl(object):\n    def __init__(self, x, logits):\n"
+           "        self.x = x\n        self.loss = tf.reduce_sum(logits * self.x)\n"
+           "        self.grad, = tf.gradients(self.loss, self.x)\n\n\n"
+           "def build(x, w):\n    return Impl(x, tf.constant(2.0) * w)\n")
+    path = write(tmp_path, "attack.py", src)
+    (site,) = run([path])["attack.py"].sites
+    assert site.code == "TFG129" and "callers cannot all be listed" in site.reason
+    (site,) = run([path], unsafe=True)["attack.py"].sites
+    assert site.status == MIGRATED

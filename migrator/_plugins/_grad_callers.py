@@ -229,6 +229,38 @@ def param_verdict(project: Project, path: str, func: str, sig: Signature, param:
                                   f"{', ...' if len(where) > 3 else ''})")
 
 
+def dependent_caller(project: Project, sites: list, sig: Signature, param: str, source_params: list[str]
+                     ) -> Optional[str]:
+    """A call among ``sites`` that passes for ``param`` a value computed from what it passes for
+    ``source_params``, as a reason; used where the calls cannot all be listed (a method): one
+    such call refutes the assumption that ``param`` is independent."""
+    for site in sites:
+        found, expr = _arg_for(site, sig, param)
+        module = project.tree(site.path)
+        if not found or expr is None or module is None:
+            continue
+        src_names: set = set()
+        for sp in source_params:
+            _ok, sexpr = _arg_for(site, sig, sp)
+            src_names |= _reaching(sexpr, site.scope, module, aliases_only=True)
+        # `self.x_tf` and `self.t_tf` share `self` but not a value: an object only reached
+        # through its attributes is no evidence (this refutes; it must not claim too much)
+        objects = _attribute_bases(expr) | set().union(*(_attribute_bases(_arg_for(site, sig, sp)[1])
+                                                         for sp in source_params))
+        shared = (_reaching(expr, site.scope, module) & src_names) - objects
+        if shared:
+            return f"the caller at {_loc(site)} computes `{param}` from `{sorted(shared)[0]}`, the source argument"
+    return None
+
+
+def _attribute_bases(expr: Optional[ast.AST]) -> set:
+    """Names that occur in ``expr`` as the object of an attribute (``self`` in ``self.x``)."""
+    if expr is None:
+        return set()
+    bases = {id(n.value) for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and id(n) in bases}
+
+
 def source_structure(project: Project, path: str, func: str, sig: Signature, param: str) -> str:
     """"list" when every caller passes a list/tuple for ``param``, "tensor" when every caller
     passes a single tensor built by a TF call, "python" when some caller passes a number,

@@ -408,7 +408,8 @@ class Prover(WatchProof):
             self._assume(c, f"`{r}` (line {self.line(j)}, before the tape) does not depend on {srcs}", r)
             return
         if sc.func is not None and root in sc.params and "." not in r:
-            verdict = an.param_verdict(sc.func, root, [k.split(".")[0] for k in keys if k.split(".")[0] in sc.params])
+            verdict = an.param_verdict(sc.func, root, [k.split(".")[0] for k in keys if k.split(".")[0] in sc.params],
+                                       tuple(sorted(keys)))
             if verdict.dependent:
                 raise Refuse("TFG130", f"{verdict.dependent}, so the path from it to the targets lies outside "
                                        f"`{sc.func.name.value}`; {self._where_to_open(r)}")

@@ -41,6 +41,7 @@ from migrator._plugins._grad_callers import (
     Signature, Verdict, caller_passes_list, callers_under_override, imported_list, param_verdict,
     source_structure,
 )
+from migrator._plugins._grad_methods import method_verdict
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import Call, Item, Refuse
 from migrator._plugins._grad_home import home
@@ -290,13 +291,14 @@ class GradientRewrite:
         star = isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None
         return Signature([p.name.value for p in positional], defaults, star)
 
-    def param_verdict(self, fn: cst.FunctionDef, param: str, source_params: list) -> Verdict:
-        key = (id(fn), param, tuple(source_params))
+    def param_verdict(self, fn: cst.FunctionDef, param: str, source_params: list, source_keys=()) -> Verdict:
+        key = (id(fn), param, tuple(source_params), source_keys)
         if key not in self._verdicts:
             sig = self._signature(fn)
             if sig is None:
-                self._verdicts[key] = Verdict(False, evidence=f"`{fn.name.value}` is a method or a nested "
-                                                              "function, whose callers cannot be listed")
+                self._verdicts[key] = method_verdict(self, fn, param, source_params, source_keys) or Verdict(
+                    False, evidence=f"`{fn.name.value}` is a method or a nested function, whose callers cannot all "
+                                    "be listed")
             elif fn.decorators:
                 self._verdicts[key] = Verdict(False, evidence=f"`{fn.name.value}` is decorated: the decorator's "
                                                               "wrapper may call it with other arguments")
