@@ -58,6 +58,7 @@ def only(sites):
         ("import tensorflow\ntf = tensorflow.compat.v1", "tf.gradients"),
         ("import tensorflow as tf\nif tf.__version__ >= '2.0':\n    tf = tf.compat.v1", "tf.gradients"),
         ("import tensorflow as tf\ngrad = tf.compat.v1.gradients", "grad"),
+        ("from tensorflow.compat import v1 as tf", "tf.gradients"),
     ],
 )
 def test_every_spelling_is_rewritten(imports, call):
@@ -68,6 +69,7 @@ def test_every_spelling_is_rewritten(imports, call):
     assert "d = tape.gradient(y, [x])" in out
     assert f"with {tf}.GradientTape() as tape:" in out
     assert "from tensorflow import gradients" not in out and "gradients_impl" not in out
+    assert "import tensorflow as tf_1" not in out and out.count("import tensorflow as tf\n") <= 1
 
 
 def test_file_without_tensorflow_alias_gets_one():

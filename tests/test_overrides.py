@@ -532,3 +532,38 @@ def test_override_through_a_module_level_tf_alias_is_migrated():
     out, sites = migrate_text(src)
     assert {s.status for s in sites} == {MIGRATED}, [(s.code, s.reason) for s in sites]
     assert "@tf.custom_gradient" in out and "gradient_override_map" not in out and "RegisterGradient" not in out
+
+
+_OV_BODY = '''
+
+@{ops}.RegisterGradient("ClipGrad")
+def _clip_grad(op, grad):
+    return grad * 0.5
+
+
+def f(x):
+    g = {ops}.get_default_graph()
+    with g.gradient_override_map({{"Identity": "ClipGrad"}}):
+        y = {ops}.identity(x)
+    return tf.nn.dropout(y, 0.9)
+'''
+
+
+@pytest.mark.parametrize("head, ops, alias", [
+    # `tf` is TF1's API here: an added `import tensorflow as tf` after it made every other line
+    # TF2's (tf.nn.dropout(y, 0.9) keeps 90% in TF1, drops 90% in TF2)
+    ("from tensorflow.compat import v1 as tf", "tf", "tf"),
+    ("import tensorflow.compat.v1 as tf", "tf", "tf"),
+    # `tf` is bound to something else: the added import takes another name
+    ("import mylib as tf\nfrom tensorflow.python.framework import ops\nfrom tensorflow.python.ops import array_ops",
+     "ops", "tf_1"),
+])
+def test_the_tf_the_file_already_binds_is_never_rebound(head, ops, alias):
+    src = head + "\n" + _OV_BODY.format(ops=ops)
+    if ops == "ops":
+        src = src.replace("ops.identity(x)", "array_ops.identity(x)")
+    out, sites = migrate_text(src)
+    assert {s.status for s in sites} == {MIGRATED}, [(s.code, s.reason) for s in sites]
+    assert "import tensorflow as tf\n" not in out
+    assert f"@{alias}.custom_gradient" in out
+    assert out.count("import tensorflow") == (1 if alias == "tf_1" else 0) + head.count("import tensorflow")

@@ -178,6 +178,8 @@ class Find(cst.CSTVisitor):
             if self.depth == 0:
                 self.imported.add(bound)
             full = normalize(f"{mod}.{a.evaluated_name}")
+            if self.tf_alias is None and full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
+                self.tf_alias = bound  # `from tensorflow.compat import v1 as tf`
             if full is not None:
                 full = {"tensorflow.python.ops.gradients_impl.gradients": GRADIENTS}.get(full, full)
             if full in APIS or full == PFOR:

@@ -69,6 +69,21 @@ class Collector(cst.CSTVisitor):
                 else:  # a function-local `import tensorflow`
                     self.scope.tf_local_alias = self.scope.tf_local_alias or name
 
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        # `from tensorflow.compat import v1 as tf`: the file's TF module (an added `import tensorflow
+        # as tf` after it would rebind `tf` to the TF2 API for every other line of the file)
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        base = dotted(node.module)
+        for alias in node.names:
+            if normalize(f"{base}.{alias.evaluated_name}") in ("tensorflow", "tensorflow.compat.v1",
+                                                                 "tensorflow.compat.v2"):
+                name = alias.evaluated_alias or alias.evaluated_name
+                if len(self.scopes) == 1:
+                    self.tf_aliases.append(name)
+                else:
+                    self.scope.tf_local_alias = self.scope.tf_local_alias or name
+
     def visit_Global(self, node: cst.Global) -> None:
         self.scope.globals |= {n.name.value for n in node.names}
 

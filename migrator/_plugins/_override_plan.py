@@ -49,7 +49,8 @@ class Planner:
         self.plan = OverridePlan()
         self.names = NameAllocator(self.module)
         self.sites: list[Site] = []
-        alias = self.col.tf_aliases[0] if self.col.tf_aliases else "tf"
+        # a new `import tensorflow as tf` must not rebind a `tf` the file already has
+        alias = self.col.tf_aliases[0] if self.col.tf_aliases else self.names.fresh("tf")
         self.plan.tf_alias = alias
         self.body = GradBody(self.col, alias)
 
