@@ -121,6 +121,8 @@ def _tf_aliases(module: cst.Module, scopes) -> dict:
             bound.setdefault(target.value, []).append(
                 (id(target), {(q.name, q.source == QualifiedNameSource.LOCAL)
                               for q in scope.get_qualified_names_for(assign.value)}))
+    if not bound or _rebinds_dynamically(module):
+        return {}
     out: dict = {}
     for _round in range(3):  # an alias of an alias
         for head, values in bound.items():
@@ -137,12 +139,46 @@ def _tf_aliases(module: cst.Module, scopes) -> dict:
                     else:
                         ok = False
             nodes = {n for n, _ in values}
-            ok = ok and bool(targets) and all(
+            # bound to one TF name only: `ident = tf.identity` on one branch and `tf.stop_gradient`
+            # on the other is neither (an adversarial run: a set's order picked one per run)
+            ok = ok and len({normalize(t) for t in targets}) == 1 and all(
                 _imports_tf(a.node, head) if isinstance(a, ImportAssignment) else id(getattr(a, "node", None)) in nodes
                 for a in glob.assignments[head])
             if ok:
                 out[head] = targets
     return out
+
+
+#: calls that bind module names libcst's scopes never see (`globals()["tf1"] = ...`, `exec`)
+_DYNAMIC_BINDERS = frozenset({"globals", "vars", "locals", "setattr", "exec", "eval", "__import__"})
+
+
+def _rebinds_dynamically(module: cst.Module) -> bool:
+    """The module may bind names its scopes do not record: a star import, `globals()`, `exec`,
+    `setattr`, `sys.modules`, `builtins.x = ...` with a `del`, a `match` capture (all found by an
+    adversarial run to rebind an alias while it was taken for TF)."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_ImportStar(self, node):
+            found.append(node)
+
+        def visit_Match(self, node):
+            found.append(node)
+
+        def visit_Del(self, node):
+            found.append(node)
+
+        def visit_Call(self, node):
+            if isinstance(node.func, cst.Name) and node.func.value in _DYNAMIC_BINDERS:
+                found.append(node)
+
+        def visit_Attribute(self, node):
+            if node.attr.value == "modules" and isinstance(node.value, cst.Name) and node.value.value == "sys":
+                found.append(node)
+
+    module.visit(V())
+    return bool(found)
 
 
 def _imports_tf(node: cst.CSTNode, head: str) -> bool:
@@ -202,11 +238,10 @@ def tf_name(node: cst.CSTNode, wrapper_or_visitor) -> Optional[str]:
                 names = names()
     except KeyError:
         return None
-    for qn in names:
-        n = normalize(qn.name)
-        if n is not None:
-            return n
-    return None
+    found = {n for n in (normalize(qn.name) for qn in names) if n is not None}
+    # one name, or none: a name bound to two TF APIs (`g = tf.hessians` on one branch,
+    # `tf.gradients` on the other) is neither, whatever order a set gives them in
+    return found.pop() if len(found) == 1 else None
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:

@@ -634,3 +634,14 @@ def test_a_method_whose_visible_callers_pass_independent_values_stays_an_assumpt
     assert site.code == "TFG129" and "callers cannot all be listed" in site.reason
     (site,) = run([path], unsafe=True)["attack.py"].sites
     assert site.status == MIGRATED
+
+
+def test_a_star_import_that_binds_tf_makes_the_call_someone_elses(tmp_path):
+    """`from mylib import *` after `import tensorflow as tf`, mylib defining `class tf` with its own
+    `gradients` (an adversarial run: the tape was spelled on mylib's `tf`, AttributeError)."""
+    write(tmp_path, "mylib.py", "import tensorflow as _tf\n\n\nclass tf:\n    @staticmethod\n"
+                                "    def gradients(ys, xs):\n        return _tf.gradients(ys, xs)\n")
+    main = write(tmp_path, "m.py", "import tensorflow as tf\nfrom mylib import *\n\n\ndef f(x):\n"
+                                   "    y = x * x * x\n    return tf.gradients(y, x)[0]\n")
+    (site,) = run([main])["m.py"].sites
+    assert site.code == "TFG128" and "`from mylib import *` (line 2) binds `tf`" in site.reason

@@ -567,3 +567,18 @@ def test_the_tf_the_file_already_binds_is_never_rebound(head, ops, alias):
     assert "import tensorflow as tf\n" not in out
     assert f"@{alias}.custom_gradient" in out
     assert out.count("import tensorflow") == (1 if alias == "tf_1" else 0) + head.count("import tensorflow")
+
+
+@pytest.mark.parametrize("patch", ["tf.nn.relu = lambda features, name=None: tf.nn.elu(features)",
+                                   "nn = tf.nn\nnn.relu = lambda features, name=None: tf.nn.elu(features)",
+                                   'setattr(tf.nn, "relu", lambda features, name=None: tf.nn.elu(features))'])
+def test_a_tf_api_replaced_in_the_file_is_not_its_op(patch):
+    """`tf.nn.relu` monkey-patched to make Elu: under {"Relu": ...} TF1 applied no override (an
+    adversarial run: the migrated custom_gradient gave [1.53, 1.66, 1.46] for [3.06, 1.22, 2.91])."""
+    src = (f"import tensorflow as tf\n{patch}\n\n\n@tf.RegisterGradient(\"HalfGrad\")\ndef _half(op, grad):\n"
+           "    return grad * 0.5\n\n\ndef f(x):\n    with tf.get_default_graph().gradient_override_map("
+           "{\"Relu\": \"HalfGrad\"}):\n        y = tf.nn.relu(x)\n    return y * 3.0\n")
+    out, sites = migrate_text(src)
+    assert out == src
+    (site,) = sites
+    assert site.code == "TFG101" and "is replaced in this file" in site.reason

@@ -195,8 +195,12 @@ class Find(cst.CSTVisitor):
         if self.depth == 0:
             if self.tf_alias != "tf" and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
                     and node.targets[0].target.value == "tf" and tf_name(node.targets[0].target, self) in (
-                        "tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
-                self.tf_alias = "tf"  # `tf = tensorflow.compat.v1`: the tape is spelled as the code spells TF
+                        "tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2") \
+                    and isinstance(self.get_metadata(ParentNodeProvider, self.get_metadata(
+                        ParentNodeProvider, node, None), None), cst.Module):
+                # `tf = tensorflow.compat.v1`: the tape is spelled as the code spells TF; not when
+                # only a branch binds it (`if USE_COMPAT: tf = ...`), which may not run
+                self.tf_alias = "tf"
             for t in node.targets:
                 for key in _target_names(t.target):
                     self.variables.setdefault(key, []).append(node.value if isinstance(t.target, cst.Name) else None)
@@ -415,16 +419,16 @@ def may_have_candidates(code: str) -> bool:
                 imported.add(bound)
                 if a.name in API_LEAVES:
                     api_names.add(bound)
-    for node in tree.body if isinstance(tree, ast.Module) else []:
+    for node in 2 * (tree.body if isinstance(tree, ast.Module) else []):  # twice: `tf2 = tf1`
         # `tf1 = tf.compat.v1`, `grad = tf.gradients` (tfnames resolves such module-level aliases)
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Attribute, ast.Name)):
             root = node.value
             while isinstance(root, ast.Attribute):
                 root = root.value
             if isinstance(root, ast.Name) and root.id in imported:
                 bound = {t.id for t in node.targets if isinstance(t, ast.Name)}
                 imported |= bound
-                if node.value.attr in API_LEAVES:
+                if getattr(node.value, "attr", None) in API_LEAVES:
                     api_names |= bound
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in API_LEAVES:

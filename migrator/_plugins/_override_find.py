@@ -37,13 +37,19 @@ class Collector(cst.CSTVisitor):
         self.block_calls: set[cst.Call] = set()  # the calls that head a single-item with
         self.escaping: list[tuple[cst.Call, Scope, int, int]] = []
         self.graph_withs: list[cst.With] = []  # `with <tf graph>.as_default():` statements
+        self.patched_tf: dict[str, cst.CSTNode] = {}  # TF names this file assigns (a monkey-patch)
 
     def tf(self, node: cst.CSTNode) -> Optional[str]:
-        for qn in self.qnames.get(node.func if isinstance(node, cst.Call) else node, ()):
-            n = normalize(qn.name)
-            if n is not None:
-                return n
-        return None
+        """The TF name of ``node``; None also when it may be two (bound on two branches)."""
+        found = {n for n in (normalize(qn.name) for qn in self.qnames.get(
+            node.func if isinstance(node, cst.Call) else node, ())) if n is not None}
+        return found.pop() if len(found) == 1 else None
+
+    def _patched(self, target: cst.CSTNode) -> None:
+        """``tf.nn.relu = f`` (or through ``nn = tf.nn``): the API no longer makes TF's op."""
+        name = self.tf(target) if isinstance(target, cst.Attribute) else None
+        if name is not None:
+            self.patched_tf[name] = target
 
     def qualified(self, node: cst.CSTNode) -> set[str]:
         return {q.name for q in self.qnames.get(node.func if isinstance(node, cst.Call) else node, ())}
@@ -173,6 +179,7 @@ class Collector(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         stmt = self.stmts[-1] if self.stmts else node
         for t in node.targets:
+            self._patched(t.target)
             key = dotted(t.target)
             if key is None:
                 continue
@@ -186,11 +193,15 @@ class Collector(cst.CSTVisitor):
             self.scope.assigns.setdefault(key, []).append((self.stmts[-1] if self.stmts else node, node.value))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._patched(node.target)
         key = dotted(node.target)
         if key:
             self.scope.assigns.setdefault(key, []).append((node, node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "setattr" and len(node.args) >= 2 and \
+                isinstance(node.args[1].value, cst.SimpleString) and self.tf(node.args[0].value) is not None:
+            self.patched_tf[f"{self.tf(node.args[0].value)}.{node.args[1].value.evaluated_value}"] = node
         if isinstance(node.func, cst.Name):
             self.calls_by_name.setdefault(node.func.value, []).append((node, self.scope))
         elif (

@@ -191,6 +191,9 @@ class OpScanner:
     # -- calls -------------------------------------------------------------
     def _scan_call(self, call: cst.Call, stmt, emap, block, found, scope) -> None:
         name = self.col.tf(call)
+        if name is not None and name in self.col.patched_tf:
+            raise Refuse("TFG101", f"`{code(call.func)}` is replaced in this file (`{code(self.col.patched_tf[name])}`), "
+                                   "so the ops it makes are not known from TF's")
         if name is not None:
             if name in OP_FREE_TF:
                 return
