@@ -110,10 +110,11 @@ class GradientRewrite:
             head = dotted(node.func.value)
             kind = HESSIANS if node.func.attr.value == "hessians" else TF_GRADIENTS
             self._site(node, kind, "TFG128", f"`{head}` here is not bound only to the tensorflow import (a "
-                                                     "parameter, a local, or a name also bound to something else), "
+                                                     "parameter, a local, a name also bound to something else, or one a "
+                                                     "star import brings in), "
                                                      f"so the migrator cannot tell that `{self.code(node.func)}` is "
-                                                     "TF's; if it is, compute the targets inside a tf.GradientTape "
-                                                     "by hand")
+                                                     "TF's; if it is, import TensorFlow by name and re-run, or "
+                                                     "rewrite it with a tf.GradientTape by hand")
         for node in f.values:
             self._site(node, TF_GRADIENTS, "TFG128", f"`{self.code(node)}` is used as a value, not called; "
                                                      "call a tf.GradientTape method here by hand")
