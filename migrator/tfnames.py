@@ -121,8 +121,9 @@ def _tf_aliases(module: cst.Module, scopes) -> dict:
             bound.setdefault(target.value, []).append(
                 (id(target), {(q.name, q.source == QualifiedNameSource.LOCAL)
                               for q in scope.get_qualified_names_for(assign.value)}))
-    if not bound or _rebinds_dynamically(module):
-        return {}
+    if not any(normalize(n) is not None or local for values in bound.values() for _n, names in values
+               for n, local in names) or _rebinds_dynamically(module):
+        return {}  # no name bound to TF (most files: `FLAGS = flags.FLAGS`): no walk of the module
     out: dict = {}
     for _round in range(3):  # an alias of an alias
         for head, values in bound.items():
