@@ -287,10 +287,22 @@ class FileContext:
         """
         held = self._wrappers.get(id(module))
         if held is None or held[0] is not module:
-            from libcst.metadata import MetadataWrapper
+            from migrator.tfnames import TFMetadataWrapper
 
-            held = self._wrappers[id(module)] = (module, MetadataWrapper(module, unsafe_skip_copy=module is self.parsed))
+            wrapper = TFMetadataWrapper(module, unsafe_skip_copy=module is self.parsed)
+            wrapper.tf_imports = self.project_tf_names
+            held = self._wrappers[id(module)] = (module, wrapper)
         return held[1]
+
+    def project_tf_names(self) -> dict:
+        """TF names this file imports from project modules (``from .backend import tf``)."""
+        if "tf_imports" not in self.facts:
+            from migrator.project import project_for
+            from migrator.project_tf import imported_tf_names
+
+            self.facts["tf_imports"] = imported_tf_names(project_for(self.index), self.path, self.source) \
+                if getattr(self.index, "root", None) else {}
+        return self.facts["tf_imports"]
 
 
 def line_map(old: str, new: str) -> dict[int, int]:

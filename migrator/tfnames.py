@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import ImportAssignment, QualifiedName, QualifiedNameSource, ScopeProvider
+from libcst.metadata import ImportAssignment, MetadataWrapper, QualifiedName, QualifiedNameSource, ScopeProvider
 from libcst.metadata.base_provider import BaseMetadataProvider
 
 _COMPAT = ("tensorflow.compat.v1.", "tensorflow.compat.v2.")
@@ -55,10 +55,18 @@ class _ScopeNames:
     or ``if ...: tf = tf.compat.v1`` after the import) also stands for what it is bound to:
     libcst's names stop at an assignment, and real code was not reported at all."""
 
-    def __init__(self, scopes, module: Optional[cst.Module] = None) -> None:
+    def __init__(self, scopes, module: Optional[cst.Module] = None, imported=None) -> None:
         self._scopes = scopes
         self._names: dict = {}
         self._aliases = _tf_aliases(module, scopes) if module is not None else {}
+        self._imported_fn = imported  # () -> {".backend.tf": ({TF names}, "tf")} (migrator.project_tf)
+        self._imported: Optional[dict] = None
+
+    def imported(self) -> dict:
+        """TF re-exported by project modules this file imports from (asked on first use)."""
+        if self._imported is None:
+            self._imported = self._imported_fn() if self._imported_fn is not None else {}
+        return self._imported
 
     def get(self, node, default=None):
         names = self._names.get(node)
@@ -76,14 +84,18 @@ class _ScopeNames:
         return names
 
     def _expand(self, names):
-        if not self._aliases:
-            return names
         extra = set()
         for qn in names:
             head, _, rest = qn.name.partition(".")
             if qn.source == QualifiedNameSource.LOCAL and head in self._aliases:
                 extra |= {QualifiedName(t + ("." + rest if rest else ""), QualifiedNameSource.IMPORT)
                           for t in self._aliases[head]}
+            elif qn.source == QualifiedNameSource.IMPORT and self._imported_fn is not None and \
+                    not qn.name.startswith("tensorflow") and self.imported():
+                for key, (targets, _bound) in self._imported.items():
+                    if qn.name == key or qn.name.startswith(key + "."):
+                        tail = qn.name[len(key):]
+                        extra |= {QualifiedName(t + tail, QualifiedNameSource.IMPORT) for t in targets}
         return set(names) | extra if extra else names
 
 
@@ -206,7 +218,14 @@ class LazyQualifiedNameProvider(BaseMetadataProvider):
     METADATA_DEPENDENCIES = (ScopeProvider,)
 
     def _gen(self, wrapper):  # the resolved mapping itself is lazy: no per-node pass
-        return _ScopeNames(wrapper.resolve(ScopeProvider), wrapper.module)
+        return _ScopeNames(wrapper.resolve(ScopeProvider), wrapper.module, getattr(wrapper, "tf_imports", None))
+
+
+class TFMetadataWrapper(MetadataWrapper):
+    """A ``MetadataWrapper`` that carries what the project says this file's imports are
+    (``tf_imports``: a callable, see :mod:`migrator.project_tf`)."""
+
+    __slots__ = ("tf_imports",)
 
 
 class QualifiedNames:
@@ -220,6 +239,10 @@ class QualifiedNames:
         if value is None:
             return default
         return value() if callable(value) else value
+
+    def imported(self) -> dict:
+        """See :meth:`_ScopeNames.imported` (empty for libcst's own provider)."""
+        return self._resolved.imported() if hasattr(self._resolved, "imported") else {}
 
 
 def tf_name(node: cst.CSTNode, wrapper_or_visitor) -> Optional[str]:

@@ -12,6 +12,7 @@ from migrator._plugins._gradbody import GradBody
 from migrator._plugins._gradfn import HelperSpec, Unsupported, analyse_op_uses, convert_gradient_function
 from migrator._plugins._override_block import BlockResult, analyse_block
 from migrator._plugins._override_model import Block, Candidate, Evidence, OverridePlan, Refuse, Registration, code
+from migrator.project_tf import tf_module_name
 from migrator._plugins._override_ops import OpScanner
 from migrator._plugins._override_prove import Prover
 from migrator._plugins._override_regs import RegistrationProof
@@ -50,6 +51,9 @@ class Planner:
         self.names = NameAllocator(self.module)
         self.sites: list[Site] = []
         # a new `import tensorflow as tf` must not rebind a `tf` the file already has
+        imported = tf_module_name(self.col.qnames.imported()) if not self.col.tf_aliases else None
+        if imported:
+            self.col.tf_aliases.append(imported)  # `from .backend import tf`: the file's TF module
         alias = self.col.tf_aliases[0] if self.col.tf_aliases else self.names.fresh("tf")
         self.plan.tf_alias = alias
         self.body = GradBody(self.col, alias)

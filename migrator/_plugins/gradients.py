@@ -61,6 +61,7 @@ from migrator._plugins._grad_values import (
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
 from migrator.notebook import CELL_MARKER
+from migrator.project_tf import tf_module_name
 from migrator.tfnames import LazyQualifiedNameProvider, dotted, tf_name
 
 KINDS = {"grad": TF_GRADIENTS, "hess": HESSIANS, "jac": JACOBIAN, "bjac": JACOBIAN}
@@ -102,6 +103,8 @@ class GradientRewrite:
             return self.module
         self.parents = self.wrapper.resolve(ParentNodeProvider)
         self.qn = self.wrapper.resolve(LazyQualifiedNameProvider)
+        if f.tf_alias is None and hasattr(self.qn, "imported"):
+            f.tf_alias = tf_module_name(self.qn.imported())  # `from .backend import tf`: spell the tape with it
         self.pos = self.wrapper.resolve(PositionProvider)
         for node in f.keras:
             self._site(node, TF_GRADIENTS, "TFG127", "keras.backend.gradients only works in graph mode; compute "

@@ -1,0 +1,165 @@
+"""TensorFlow re-exported by a project module: ``from .backend import tf`` where ``backend``
+binds ``tf`` only to TensorFlow (``import tensorflow.compat.v1 as tf``).
+
+libcst's names stop at the import (``.backend.tf.gradients``); unseen real code (deepxde)
+spells every gradient through such a shim, and its calls were neither migrated nor
+reported.  ``imported_tf_names`` gives :mod:`migrator.tfnames` the TF names those imports
+stand for; a name with any other binding, or a module that may bind names its scopes do
+not show (a star import, ``globals()``, ``exec``, ...), stands for nothing.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from typing import Optional
+
+from migrator.tfnames import normalize
+
+_DYNAMIC = frozenset({"globals", "vars", "locals", "setattr", "exec", "eval", "__import__"})
+_TF_MODULES = ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2")
+
+
+def imported_tf_names(project, path: str, source: str) -> dict:
+    """libcst's qualified prefix of each ``from M import name`` in ``source`` whose project
+    module ``M`` binds ``name`` only to TF -> (the TF names, the name bound here)."""
+    if "import" not in source:
+        return {}
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    here = os.path.abspath(path)
+    out: dict = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or any(a.name == "*" for a in node.names):
+            continue
+        target = project.resolve(node.module or "", node.level, here)
+        if target is None:
+            continue
+        for a in node.names:
+            names = tf_binding(project, target, a.name)
+            if names:
+                key = "." * node.level + (f"{node.module}." if node.module else "") + a.name
+                out[key] = (names, a.asname or a.name)
+    return out
+
+
+def tf_binding(project, path: str, name: str, depth: int = 0) -> Optional[set]:
+    """The TF names module-level ``name`` of project file ``path`` is bound to, when every
+    binding of it is TF and they are one TF name; else None."""
+    cache = project.__dict__.setdefault("_tf_bindings", {})
+    key = (path, name)
+    if key not in cache:
+        cache[key] = None  # a cycle of re-exports: nothing
+        cache[key] = _binding(project, path, name, depth) if depth < 4 else None
+    return cache[key]
+
+
+def _binding(project, path: str, name: str, depth: int) -> Optional[set]:
+    tree = project.tree(path)
+    if tree is None or _dynamic(tree):
+        return None
+    targets: set = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global) and name in node.names:
+            return None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return None
+    for stmt in _module_statements(tree):
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if (a.asname or a.name.split(".")[0]) == name:
+                    full = a.name if a.asname else a.name.split(".")[0]
+                    if normalize(full) is None:
+                        return None
+                    targets.add(full)
+        elif isinstance(stmt, ast.ImportFrom):
+            for a in stmt.names:
+                if (a.asname or a.name) != name:
+                    continue
+                full = f"{stmt.module}.{a.name}" if stmt.module else a.name
+                if not stmt.level and normalize(full) is not None:
+                    targets.add(full)
+                    continue
+                inner = project.resolve(stmt.module or "", stmt.level, path)
+                further = tf_binding(project, inner, a.name, depth + 1) if inner is not None else None
+                if not further:
+                    return None
+                targets |= further
+        elif isinstance(stmt, ast.Assign) and any(_binds(t, name) for t in stmt.targets):
+            if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+                return None
+            head, _, rest = _dotted(stmt.value).partition(".")
+            if not head or head == name and not targets:
+                return None
+            base = targets if head == name else tf_binding(project, path, head, depth + 1)
+            if not base:
+                return None
+            targets |= {b + ("." + rest if rest else "") for b in base}
+        elif any(_binds(t, name) for t in _store_targets(stmt)):
+            return None  # a for target, a with ... as, an augmented assignment, ...
+    if not targets or len({normalize(t) for t in targets}) != 1:
+        return None
+    return targets
+
+
+def _module_statements(tree: ast.Module):
+    """Statements that run at module level, in order (also inside top-level if/try/with/for)."""
+    todo = list(reversed(tree.body))
+    while todo:
+        stmt = todo.pop()
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo.extend(reversed(getattr(stmt, field, []) or []))
+
+
+def _store_targets(stmt: ast.AST) -> list:
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        return [stmt.target]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [stmt.target]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+    if isinstance(stmt, ast.ExceptHandler) and stmt.name:
+        return [ast.Name(id=stmt.name, ctx=ast.Store())]
+    return [n for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)] if isinstance(stmt, ast.expr) else []
+
+
+def _binds(target: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    return ".".join([node.id] + list(reversed(parts)))
+
+
+def _dynamic(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Delete, ast.Match)) or isinstance(node, ast.ImportFrom) and \
+                any(a.name == "*" for a in node.names):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
+                and node.value.id == "sys":
+            return True
+        if isinstance(node, ast.NamedExpr):
+            return True
+    return False
+
+
+def tf_module_name(imported: dict) -> Optional[str]:
+    """A name this file imports from a project module that is the TF module itself (to spell
+    added code with it, instead of a second import)."""
+    for names, bound in imported.values():
+        if {normalize(n) for n in names} <= set(_TF_MODULES):
+            return bound
+    return None
