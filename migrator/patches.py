@@ -90,3 +90,64 @@ def registry_use_lines(tree: ast.AST, text: str) -> list[int]:
 def word_lines(text: str, word: str) -> list[int]:
     """The 1-based lines of ``text`` that name ``word``."""
     return [i for i, line in enumerate(text.splitlines(), 1) if word in line]
+
+
+def tf_api_patch_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Statements that replace something on a TF module object (``tf.nn.relu = f``, through an
+    alias, a tuple target, an annotation, a ``for`` target, ``setattr``, ``__dict__``): the call
+    then makes other ops than TF's, which an override map keyed by op type does not see (an
+    adversarial run: a migrated ``custom_gradient`` applied the override TF1 never applied)."""
+    tf_names: set = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            tf_names |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] == "tensorflow"}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tensorflow" and not node.level:
+            tf_names |= {a.asname or a.name for a in node.names if a.name != "*"}
+    for _ in range(2):  # `nn = tf.nn`, `relu_mod = nn`
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and _root(node.value) in tf_names:
+                tf_names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    if not tf_names:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        for t in targets:
+            if any(isinstance(x, (ast.Attribute, ast.Subscript)) and _root(x) in tf_names for x in _flat(t)):
+                out.append(node)
+                break
+        if isinstance(node, ast.Call) and (
+                isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.args
+                and _root(node.args[0]) in tf_names
+                or isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "__setitem__", "setdefault")
+                and _is_namespace(node.func.value) and _root(node.func.value) in tf_names):
+            out.append(node)
+    return out
+
+
+def _flat(target: ast.AST) -> list:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [x for e in target.elts for x in _flat(e)]
+    if isinstance(target, ast.Starred):
+        return _flat(target.value)
+    return [target]
+
+
+def _root(node: ast.AST) -> Optional[str]:
+    """The name at the base of ``a.b[c].d``, ``vars(a)``, ``a.__dict__``."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
+            node = node.args[0]
+        else:
+            break
+    return node.id if isinstance(node, ast.Name) else None

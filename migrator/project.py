@@ -24,7 +24,9 @@ from typing import Iterable, Optional
 from migrator.astwalk import hit_lines
 from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds
 from migrator.notebook import notebook_code
-from migrator.patches import GRAPH_GRADIENT_MAPS, gradients_patch_nodes, registry_use_lines, word_lines
+from migrator.patches import (
+    GRAPH_GRADIENT_MAPS, gradients_patch_nodes, registry_use_lines, tf_api_patch_nodes, word_lines,
+)
 from migrator.project_calls import CallSite, calls_of, dotted, local_names_for, reexported
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
@@ -75,6 +77,7 @@ class Project:
         self._imported: dict[str, list[tuple[str, int]]] = {}
         self._overrides: dict[str, list[Location]] = {}
         self._registry: Optional[tuple] = None  # (registry_patches(),) once asked
+        self._api_patches: Optional[tuple] = None  # (tf_api_patches(),) once asked
         self._dynamic: Optional[bool] = None  # some file imports modules by computed name
         self._named: dict[str, list[str]] = {}
 
@@ -304,6 +307,18 @@ class Project:
                 lines = hit_lines(self.text(p) or "", _GRADIENTS_WORD)
                 out += [Location(p, n.lineno, "") for n in gradients_patch_nodes(tree, lines)]
         return out
+
+    def tf_api_patches(self) -> Optional[list[Location]]:
+        """Statements anywhere in the project that replace something on a TF module
+        (``tf.nn.relu = f``; see :func:`migrator.patches.tf_api_patch_nodes`); None: unknown."""
+        if self._api_patches is None:
+            hits = self.grep(b"tensorflow")
+            found = None if hits is None else []
+            for p in hits or []:
+                tree = self.tree(p)
+                found += [Location(p, n.lineno, "") for n in tf_api_patch_nodes(tree)] if tree is not None else []
+            self._api_patches = (found,)
+        return self._api_patches[0]
 
     def registry_patches(self) -> Optional[list[Location]]:
         """Code anywhere in the project that reaches into TF's gradient registry (as SHAP's

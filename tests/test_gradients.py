@@ -1035,3 +1035,14 @@ def test_a_tf_bound_only_on_a_branch_does_not_spell_the_tape():
     out, sites = migrate_text(src)
     assert only(sites).status == MIGRATED
     assert "with tensorflow.GradientTape() as tape:" in out
+
+
+@pytest.mark.parametrize("head", [
+    "def helper():\n    import tensorflow as tfl\n    return tfl\n\n\nimport tensorflow.compat.v1 as tf\n",
+    "import os\nif os.environ.get('X'):\n    import tensorflow as tfl\nimport tensorflow.compat.v1 as tf\n",
+])
+def test_the_tape_is_never_spelled_with_an_import_that_may_not_have_run(head):
+    src = head + "\n\ndef f(x):\n    y = x * tf.sin(x)\n    return tf.gradients(y, x)[0]\n"
+    out, sites = migrate_text(src)
+    assert only(sites).status == MIGRATED
+    assert "with tf.GradientTape() as tape:" in out and "tfl.GradientTape" not in out

@@ -570,9 +570,14 @@ def test_the_tf_the_file_already_binds_is_never_rebound(head, ops, alias):
 
 
 @pytest.mark.parametrize("patch", ["tf.nn.relu = lambda features, name=None: tf.nn.elu(features)",
+                                   "tf.nn.relu, other = tf.nn.elu, 1",
+                                   "tf.nn.relu: object = tf.nn.elu",
+                                   'name = "relu"\nsetattr(tf.nn, name, tf.nn.elu)',
+                                   'tf.nn.__dict__["relu"] = tf.nn.elu',
+                                   "for tf.nn.relu in [tf.nn.elu]:\n    pass",
                                    "nn = tf.nn\nnn.relu = lambda features, name=None: tf.nn.elu(features)",
                                    'setattr(tf.nn, "relu", lambda features, name=None: tf.nn.elu(features))'])
-def test_a_tf_api_replaced_in_the_file_is_not_its_op(patch):
+def test_a_tf_api_replaced_in_the_project_is_not_its_op(patch):
     """`tf.nn.relu` monkey-patched to make Elu: under {"Relu": ...} TF1 applied no override (an
     adversarial run: the migrated custom_gradient gave [1.53, 1.66, 1.46] for [3.06, 1.22, 2.91])."""
     src = (f"import tensorflow as tf\n{patch}\n\n\n@tf.RegisterGradient(\"HalfGrad\")\ndef _half(op, grad):\n"
@@ -581,4 +586,43 @@ def test_a_tf_api_replaced_in_the_file_is_not_its_op(patch):
     out, sites = migrate_text(src)
     assert out == src
     (site,) = sites
-    assert site.code == "TFG101" and "is replaced in this file" in site.reason
+    assert site.code == "TFG101" and "TF's API is replaced at" in site.reason
+
+
+def test_a_tf_api_replaced_in_another_module_loaded_with_the_file(tmp_path):
+    from migrator import runner
+    from project_files import write
+
+    write(tmp_path, "patches_mod.py", "import tensorflow.compat.v1 as tf\ntf.nn.relu = tf.nn.elu\n")
+    main = write(tmp_path, "m.py", "import tensorflow.compat.v1 as tf\nimport patches_mod\n\n\n"
+                                   "@tf.RegisterGradient(\"BTwice\")\ndef _twice(op, grad):\n    return 2.0 * grad\n\n\n"
+                                   "def f(x):\n    with tf.get_default_graph().gradient_override_map({\"Relu\": \"BTwice\"}):\n"
+                                   "        y = tf.nn.relu(x)\n    return y * x\n")
+    res = runner.run([main], runner.RunOptions(jobs=1, mode=runner.CHECK))
+    (site,) = [s for r in res.results for s in r.sites]
+    assert site.code == "TFG101" and "patches_mod.py:2" in site.reason
+
+
+@pytest.mark.parametrize("imports", [
+    "import os\n\n\ndef helper():\n    import tensorflow as tf\n    return tf\n\n\nimport tensorflow.compat.v1 as tfv1\n",
+    "import tensorflow.compat.v1 as tfv1\nif os.environ.get('X'):\n    import tensorflow as tfx\n",
+])
+def test_added_code_never_uses_an_import_that_may_not_have_run(imports):
+    """A function-local or an `if`-only import spelled the new code (NameError in TF2), and a
+    module-level wrapper was placed above an import at the bottom of the file."""
+    src = "import os\n" + imports + textwrap.dedent('''
+
+        @tfv1.RegisterGradient("Half")
+        def _half(op, grad):
+            return grad * 0.5
+
+
+        def f(x):
+            with tfv1.get_default_graph().gradient_override_map({"Identity": "Half"}):
+                y = tfv1.identity(x)
+            return y * 3.0
+        ''')
+    out, sites = migrate_text(src)
+    assert {s.status for s in sites} == {MIGRATED}
+    assert "@tfv1.custom_gradient" in out or "@tf_1.custom_gradient" in out
+    assert "@tfx." not in out and "@tf.custom_gradient" not in out

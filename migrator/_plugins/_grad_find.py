@@ -75,6 +75,7 @@ class Find(cst.CSTVisitor):
         self.defs: dict[str, cst.CSTNode] = {}  # module-level def/class name -> node
         self.depth = 0
         self.session = False  # the module builds or runs a tf.Session
+        self.top_level: set[int] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         name = tf_name(node, self)
@@ -157,6 +158,11 @@ class Find(cst.CSTVisitor):
         if node.value in self.api_aliases:
             self._reference(node)
 
+    def visit_Module(self, node: cst.Module) -> None:
+        # imports that surely ran before any function is called: unconditional, at module level
+        # (an adversarial run: a tape spelled with a function-local or an `if`-only import raised)
+        self.top_level = {id(small) for st in node.body if isinstance(st, cst.SimpleStatementLine) for small in st.body}
+
     def visit_Import(self, node: cst.Import) -> None:
         for a in node.names:
             full = a.evaluated_name
@@ -165,7 +171,8 @@ class Find(cst.CSTVisitor):
                 self.imported.add(bound)
             if full == PFOR:
                 self.api_aliases[bound] = PFOR
-            if self.tf_alias is None and full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
+            if self.tf_alias is None and full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2") \
+                    and id(node) in self.top_level:
                 if a.asname is not None or full == "tensorflow":
                     self.tf_alias = bound
 
@@ -178,7 +185,8 @@ class Find(cst.CSTVisitor):
             if self.depth == 0:
                 self.imported.add(bound)
             full = normalize(f"{mod}.{a.evaluated_name}")
-            if self.tf_alias is None and full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
+            if self.tf_alias is None and full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2") \
+                    and id(node) in self.top_level:
                 self.tf_alias = bound  # `from tensorflow.compat import v1 as tf`
             if full is not None:
                 full = {"tensorflow.python.ops.gradients_impl.gradients": GRADIENTS}.get(full, full)

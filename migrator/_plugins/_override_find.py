@@ -37,19 +37,13 @@ class Collector(cst.CSTVisitor):
         self.block_calls: set[cst.Call] = set()  # the calls that head a single-item with
         self.escaping: list[tuple[cst.Call, Scope, int, int]] = []
         self.graph_withs: list[cst.With] = []  # `with <tf graph>.as_default():` statements
-        self.patched_tf: dict[str, cst.CSTNode] = {}  # TF names this file assigns (a monkey-patch)
+        self.api_patch = None  # a statement that replaces something on a TF module (set by the planner)
 
     def tf(self, node: cst.CSTNode) -> Optional[str]:
         """The TF name of ``node``; None also when it may be two (bound on two branches)."""
         found = {n for n in (normalize(qn.name) for qn in self.qnames.get(
             node.func if isinstance(node, cst.Call) else node, ())) if n is not None}
         return found.pop() if len(found) == 1 else None
-
-    def _patched(self, target: cst.CSTNode) -> None:
-        """``tf.nn.relu = f`` (or through ``nn = tf.nn``): the API no longer makes TF's op."""
-        name = self.tf(target) if isinstance(target, cst.Attribute) else None
-        if name is not None:
-            self.patched_tf[name] = target
 
     def qualified(self, node: cst.CSTNode) -> set[str]:
         return {q.name for q in self.qnames.get(node.func if isinstance(node, cst.Call) else node, ())}
@@ -60,6 +54,16 @@ class Collector(cst.CSTVisitor):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module_scope = Scope(node, None, bound=_top_level_bound(node))
+        # imports a module-level wrapper may use: unconditional, before the first def, class or
+        # statement that is not an import (an adversarial run: an import at the bottom, or under
+        # an `if`, left `@tf.custom_gradient` undefined)
+        self.leading = set()
+        for st in node.body:
+            if isinstance(st, cst.SimpleStatementLine) and all(
+                    isinstance(x, (cst.Import, cst.ImportFrom, cst.Expr, cst.Assign)) for x in st.body):
+                self.leading |= {id(x) for x in st.body}
+            elif not isinstance(st, (cst.If, cst.Try)):
+                break
         self.scopes.append(self.module_scope)
         self.compound.append([])
 
@@ -70,9 +74,9 @@ class Collector(cst.CSTVisitor):
                 name = alias.asname.name.value if alias.asname is not None else "tensorflow" if full == "tensorflow" else None
                 if name is None:
                     continue
-                if len(self.scopes) == 1:
+                if len(self.scopes) == 1 and id(node) in self.leading:
                     self.tf_aliases.append(name)
-                else:  # a function-local `import tensorflow`
+                elif len(self.scopes) > 1:  # a function-local `import tensorflow`
                     self.scope.tf_local_alias = self.scope.tf_local_alias or name
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
@@ -85,9 +89,9 @@ class Collector(cst.CSTVisitor):
             if normalize(f"{base}.{alias.evaluated_name}") in ("tensorflow", "tensorflow.compat.v1",
                                                                  "tensorflow.compat.v2"):
                 name = alias.evaluated_alias or alias.evaluated_name
-                if len(self.scopes) == 1:
+                if len(self.scopes) == 1 and id(node) in self.leading:
                     self.tf_aliases.append(name)
-                else:
+                elif len(self.scopes) > 1:
                     self.scope.tf_local_alias = self.scope.tf_local_alias or name
 
     def visit_Global(self, node: cst.Global) -> None:
@@ -179,7 +183,6 @@ class Collector(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         stmt = self.stmts[-1] if self.stmts else node
         for t in node.targets:
-            self._patched(t.target)
             key = dotted(t.target)
             if key is None:
                 continue
@@ -193,15 +196,11 @@ class Collector(cst.CSTVisitor):
             self.scope.assigns.setdefault(key, []).append((self.stmts[-1] if self.stmts else node, node.value))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._patched(node.target)
         key = dotted(node.target)
         if key:
             self.scope.assigns.setdefault(key, []).append((node, node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "setattr" and len(node.args) >= 2 and \
-                isinstance(node.args[1].value, cst.SimpleString) and self.tf(node.args[0].value) is not None:
-            self.patched_tf[f"{self.tf(node.args[0].value)}.{node.args[1].value.evaluated_value}"] = node
         if isinstance(node.func, cst.Name):
             self.calls_by_name.setdefault(node.func.value, []).append((node, self.scope))
         elif (

@@ -10,6 +10,7 @@ to the other input's dtype, and a custom_gradient parameter would not).
 from __future__ import annotations
 
 import builtins
+import os
 from typing import Optional
 
 import libcst as cst
@@ -69,6 +70,10 @@ class OpScanner:
     def scan_block(self, block: Block, ev: Evidence) -> list[Candidate]:
         """Candidates of ``block`` and the blocks nested in it (their maps already read)."""
         self._scope, self.ev = block.scope, ev
+        patch = self.col.api_patch
+        if patch is not None:
+            raise Refuse("TFG101", f"TF's API is replaced at {os.path.basename(patch.path)}:{patch.line}, so which "
+                                   "ops the block's calls make is not known from TF's; migrate by hand")
         found: list[Candidate] = []
         for stmt in _body(block.node):
             self._scan(stmt, stmt, block.mapping, block, found, block.scope)
@@ -191,9 +196,6 @@ class OpScanner:
     # -- calls -------------------------------------------------------------
     def _scan_call(self, call: cst.Call, stmt, emap, block, found, scope) -> None:
         name = self.col.tf(call)
-        if name is not None and name in self.col.patched_tf:
-            raise Refuse("TFG101", f"`{code(call.func)}` is replaced in this file (`{code(self.col.patched_tf[name])}`), "
-                                   "so the ops it makes are not known from TF's")
         if name is not None:
             if name in OP_FREE_TF:
                 return
