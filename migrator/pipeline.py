@@ -291,8 +291,18 @@ class FileContext:
 
             wrapper = TFMetadataWrapper(module, unsafe_skip_copy=module is self.parsed)
             wrapper.tf_imports = self.project_tf_names
+            wrapper.tf_rebound = self.rebound_elsewhere
             held = self._wrappers[id(module)] = (module, wrapper)
         return held[1]
+
+    def rebound_elsewhere(self, heads: set) -> set:
+        """Module-level names of this file another project file may rebind (``m.grad = f``)."""
+        if not getattr(self.index, "root", None):
+            return set()
+        from migrator.project import project_for
+        from migrator.project_tf import rebound_elsewhere
+
+        return rebound_elsewhere(project_for(self.index), self.path, heads)
 
     def project_tf_names(self) -> dict:
         """TF names this file imports from project modules (``from .backend import tf``)."""

@@ -163,3 +163,31 @@ def tf_module_name(imported: dict) -> Optional[str]:
         if {normalize(n) for n in names} <= set(_TF_MODULES):
             return bound
     return None
+
+
+def rebound_elsewhere(project, path: str, heads: set) -> set:
+    """The module-level ``heads`` of ``path`` (aliases such as ``grad = tf.gradients``) that
+    another project file loaded with it may rebind: ``m.grad = f``, ``setattr(m, ...)``, or
+    anything through ``sys.modules`` (an adversarial run: TF1 gave twice the tape's value)."""
+    if not heads:
+        return set()
+    here = os.path.abspath(path)
+    files: set = set()
+    for word in sorted(heads) + ["sys.modules", "setattr"]:
+        files |= set(project.grep(word.encode()) or [])
+    out: set = set()
+    for p in sorted(files - {here}):
+        tree = project.tree(p)
+        if tree is None or not project.may_run_together(here, p):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in heads \
+                    and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+                out.add(node.attr)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+                name = node.args[1] if len(node.args) > 1 else None
+                out |= {name.value} & heads if isinstance(name, ast.Constant) else set(heads)
+            elif isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
+                    and node.value.id == "sys":
+                out |= set(heads)
+    return out

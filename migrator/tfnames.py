@@ -55,10 +55,13 @@ class _ScopeNames:
     or ``if ...: tf = tf.compat.v1`` after the import) also stands for what it is bound to:
     libcst's names stop at an assignment, and real code was not reported at all."""
 
-    def __init__(self, scopes, module: Optional[cst.Module] = None, imported=None) -> None:
+    def __init__(self, scopes, module: Optional[cst.Module] = None, imported=None, rebound=None) -> None:
         self._scopes = scopes
         self._names: dict = {}
         self._aliases = _tf_aliases(module, scopes) if module is not None else {}
+        if self._aliases and rebound is not None:  # another module may rebind them (`m.grad = f`)
+            for head in rebound(set(self._aliases)):
+                self._aliases.pop(head, None)
         self._imported_fn = imported  # () -> {".backend.tf": ({TF names}, "tf")} (migrator.project_tf)
         self._imported: Optional[dict] = None
 
@@ -218,14 +221,15 @@ class LazyQualifiedNameProvider(BaseMetadataProvider):
     METADATA_DEPENDENCIES = (ScopeProvider,)
 
     def _gen(self, wrapper):  # the resolved mapping itself is lazy: no per-node pass
-        return _ScopeNames(wrapper.resolve(ScopeProvider), wrapper.module, getattr(wrapper, "tf_imports", None))
+        return _ScopeNames(wrapper.resolve(ScopeProvider), wrapper.module, getattr(wrapper, "tf_imports", None),
+                           getattr(wrapper, "tf_rebound", None))
 
 
 class TFMetadataWrapper(MetadataWrapper):
     """A ``MetadataWrapper`` that carries what the project says this file's imports are
     (``tf_imports``: a callable, see :mod:`migrator.project_tf`)."""
 
-    __slots__ = ("tf_imports",)
+    __slots__ = ("tf_imports", "tf_rebound")
 
 
 class QualifiedNames:

@@ -695,3 +695,19 @@ def test_an_override_through_a_re_exported_tf_adds_no_import(tmp_path):
     runner.run([ov], runner.RunOptions(jobs=1))
     out = open(ov).read()
     assert "@tf.custom_gradient" in out and "import tensorflow" not in out
+
+
+@pytest.mark.parametrize("helper", [
+    "import sys\nimport tensorflow.compat.v1 as tf\n\n\ndef double(ys, xs):\n    return [2.0 * g for g in tf.gradients(ys, xs)]\n\n\n"
+    "sys.modules['m'].grad = double\n",
+    "import m\nimport tensorflow.compat.v1 as tf\n\n\ndef double(ys, xs):\n    return [2.0 * g for g in tf.gradients(ys, xs)]\n\n\n"
+    "m.grad = double\n",
+])
+def test_an_alias_another_module_may_rebind_is_no_alias(tmp_path, helper):
+    """`grad = tf.gradients` in m, and a module loaded with it rebinds `m.grad` (an adversarial run:
+    TF1 gave twice the tape's value)."""
+    write(tmp_path, "helper_b08.py", helper)
+    main = write(tmp_path, "m.py", "import tensorflow.compat.v1 as tf\ngrad = tf.gradients\nimport helper_b08\n\n\n"
+                                   "def f(x):\n    y = x * tf.sin(x)\n    return grad(y, x)[0]\n")
+    res = run([main])["m.py"]
+    assert not any(s.status == MIGRATED for s in res.sites)
