@@ -151,3 +151,40 @@ def _root(node: ast.AST) -> Optional[str]:
         else:
             break
     return node.id if isinstance(node, ast.Name) else None
+
+
+_ROOT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*[.\[]")
+_TF_IMPORT = re.compile(r"^\s*(?:import\s+tensorflow[\w.]*(?:\s+as\s+(\w+))?|from\s+tensorflow[\w.]*\s+import\s+([^#\n]+))",
+                        re.M)
+_ASSIGN_LHS = re.compile(r"^([^#=]*?)(?:[-+*/%&|^@]|//|>>|<<|\*\*)?=(?!=)")
+
+
+def may_patch_tf(text: str) -> bool:
+    """A cheap look at a file's text: could it replace something on a TF module?  (True
+    whenever :func:`tf_api_patch_nodes` could find something; false positives only cost a parse.)"""
+    names = set()
+    for m in _TF_IMPORT.finditer(text):
+        if m.group(2):
+            names |= {p.split(" as ")[-1].strip(" ()\\") for p in m.group(2).split(",")}
+        else:
+            names.add(m.group(1) or "tensorflow")
+    if not names:
+        return False
+    for line in text.splitlines():  # `nn = tf.nn`: an alias is a TF name too
+        m = re.match(r"\s*(\w+)\s*=\s*(\w+)\.", line)
+        if m and m.group(2) in names:
+            names.add(m.group(1))
+    for line in text.splitlines():
+        s = line.strip()
+        if any(w in s for w in ("setattr", "delattr", "__dict__", "vars(")) and set(re.findall(r"\w+", s)) & names:
+            return True
+        if s.startswith(("for ", "async for ")):
+            lhs = s.split(" in ", 1)[0]
+        elif s.startswith(("del ", "with ", "async with ")):
+            lhs = s.split(" as ", 1)[-1] if s.startswith(("with", "async")) else s
+        else:
+            m = _ASSIGN_LHS.match(s)
+            lhs = m.group(1) if m and "(" not in m.group(1) else ""  # not `f(name=x.y)`: a keyword
+        if {r for r in _ROOT.findall(lhs)} & names:
+            return True
+    return False

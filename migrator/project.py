@@ -25,7 +25,7 @@ from migrator.astwalk import hit_lines
 from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds
 from migrator.notebook import notebook_code
 from migrator.patches import (
-    GRAPH_GRADIENT_MAPS, gradients_patch_nodes, registry_use_lines, tf_api_patch_nodes, word_lines,
+    GRAPH_GRADIENT_MAPS, gradients_patch_nodes, may_patch_tf, registry_use_lines, tf_api_patch_nodes, word_lines,
 )
 from migrator.project_calls import CallSite, calls_of, dotted, local_names_for, reexported
 
@@ -77,7 +77,7 @@ class Project:
         self._imported: dict[str, list[tuple[str, int]]] = {}
         self._overrides: dict[str, list[Location]] = {}
         self._registry: Optional[tuple] = None  # (registry_patches(),) once asked
-        self._api_patches: Optional[tuple] = None  # (tf_api_patches(),) once asked
+        self._api_patches: dict[str, list[Location]] = {}  # path -> tf_api_patches found in it
         self._dynamic: Optional[bool] = None  # some file imports modules by computed name
         self._named: dict[str, list[str]] = {}
 
@@ -308,17 +308,17 @@ class Project:
                 out += [Location(p, n.lineno, "") for n in gradients_patch_nodes(tree, lines)]
         return out
 
-    def tf_api_patches(self) -> Optional[list[Location]]:
-        """Statements anywhere in the project that replace something on a TF module
-        (``tf.nn.relu = f``; see :func:`migrator.patches.tf_api_patch_nodes`); None: unknown."""
-        if self._api_patches is None:
-            hits = self.grep(b"tensorflow")
-            found = None if hits is None else []
-            for p in hits or []:
-                tree = self.tree(p)
-                found += [Location(p, n.lineno, "") for n in tf_api_patch_nodes(tree)] if tree is not None else []
-            self._api_patches = (found,)
-        return self._api_patches[0]
+    def tf_api_patches(self, path: str) -> list[Location]:
+        """Statements in ``path`` or the project files it imports (transitively) that replace
+        something on a TF module (``tf.nn.relu = f``; :func:`migrator.patches.tf_api_patch_nodes`).
+        A file that imports ``path`` and patches TF before calling it is not looked at (a limit)."""
+        out: list[Location] = []
+        for p in [os.path.abspath(path)] + sorted(self.import_closure(path)):
+            if p not in self._api_patches:
+                tree = self.tree(p) if may_patch_tf(self.text(p) or "") else None  # most files: no parse
+                self._api_patches[p] = [Location(p, n.lineno, "") for n in tf_api_patch_nodes(tree)] if tree else []
+            out += self._api_patches[p]
+        return out
 
     def registry_patches(self) -> Optional[list[Location]]:
         """Code anywhere in the project that reaches into TF's gradient registry (as SHAP's

@@ -44,8 +44,7 @@ class Planner:
         self.unsafe = bool(getattr(ctx.options, "unsafe_fixes", False))
         self.project = project_for(ctx.index)
         here = os.path.abspath(ctx.path)
-        self.col.api_patch = next((loc for loc in self.project.tf_api_patches() or []
-                                   if loc.path == here or self.project.may_run_together(here, loc.path)), None)
+        self.col.api_patch = next(iter(self.project.tf_api_patches(here)), None)
         self.prover = Prover(found, ctx, self.project)
         self.values = Values(found, os.path.abspath(ctx.path), self.project)
         self.scanner = OpScanner(found, self.values, self.unsafe)
