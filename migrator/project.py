@@ -309,16 +309,16 @@ class Project:
         return out
 
     def tf_api_patches(self, path: str) -> list[Location]:
-        """Statements in ``path`` or the project files it imports (transitively) that replace
+        """Statements in ``path`` or the project files it imports directly that replace
         something on a TF module (``tf.nn.relu = f``; :func:`migrator.patches.tf_api_patch_nodes`).
         A file that imports ``path`` and patches TF before calling it is not looked at (a limit)."""
-        out: list[Location] = []
-        for p in [os.path.abspath(path)] + sorted(self.import_closure(path)):
+        for p in [os.path.abspath(path)] + sorted(self.import_closure(path, depth=1)):
             if p not in self._api_patches:
                 tree = self.tree(p) if may_patch_tf(self.text(p) or "") else None  # most files: no parse
                 self._api_patches[p] = [Location(p, n.lineno, "") for n in tf_api_patch_nodes(tree)] if tree else []
-            out += self._api_patches[p]
-        return out
+            if self._api_patches[p]:
+                return self._api_patches[p]  # one is enough: every block of the file is refused
+        return []
 
     def registry_patches(self) -> Optional[list[Location]]:
         """Code anywhere in the project that reaches into TF's gradient registry (as SHAP's
