@@ -13,9 +13,7 @@ import ast
 import os
 from typing import Optional
 
-from migrator.tfnames import normalize
-
-_DYNAMIC = frozenset({"globals", "vars", "locals", "setattr", "exec", "eval", "__import__"})
+from migrator.tfnames import DYNAMIC_BINDERS, normalize
 _TF_MODULES = ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2")
 
 
@@ -146,7 +144,7 @@ def _dynamic(tree: ast.Module) -> bool:
         if isinstance(node, (ast.Delete, ast.Match)) or isinstance(node, ast.ImportFrom) and \
                 any(a.name == "*" for a in node.names):
             return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_BINDERS:
             return True
         if isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
                 and node.value.id == "sys":

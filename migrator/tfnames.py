@@ -166,7 +166,7 @@ def _tf_aliases(module: cst.Module, scopes) -> dict:
 
 
 #: calls that bind module names libcst's scopes never see (`globals()["tf1"] = ...`, `exec`)
-_DYNAMIC_BINDERS = frozenset({"globals", "vars", "locals", "setattr", "exec", "eval", "__import__"})
+DYNAMIC_BINDERS = frozenset({"globals", "vars", "locals", "setattr", "exec", "eval", "__import__"})
 
 
 def _rebinds_dynamically(module: cst.Module) -> bool:
@@ -186,7 +186,7 @@ def _rebinds_dynamically(module: cst.Module) -> bool:
             found.append(node)
 
         def visit_Call(self, node):
-            if isinstance(node.func, cst.Name) and node.func.value in _DYNAMIC_BINDERS:
+            if isinstance(node.func, cst.Name) and node.func.value in DYNAMIC_BINDERS:
                 found.append(node)
 
         def visit_Attribute(self, node):
