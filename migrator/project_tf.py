@@ -13,8 +13,7 @@ import ast
 import os
 from typing import Optional
 
-from migrator.tfnames import DYNAMIC_BINDERS, normalize
-_TF_MODULES = ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2")
+from migrator.tfnames import DYNAMIC_BINDERS, TF_MODULES, normalize
 
 
 def imported_tf_names(project, path: str, source: str) -> dict:
@@ -158,7 +157,7 @@ def tf_module_name(imported: dict) -> Optional[str]:
     """A name this file imports from a project module that is the TF module itself (to spell
     added code with it, instead of a second import)."""
     for names, bound in imported.values():
-        if {normalize(n) for n in names} <= set(_TF_MODULES):
+        if {normalize(n) for n in names} <= TF_MODULES:
             return bound
     return None
 

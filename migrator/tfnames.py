@@ -15,6 +15,9 @@ from libcst.metadata.base_provider import BaseMetadataProvider
 
 _COMPAT = ("tensorflow.compat.v1.", "tensorflow.compat.v2.")
 
+#: the names of the TF module itself (what `import tensorflow.compat.v1 as tf` binds)
+TF_MODULES = frozenset({"tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"})
+
 #: private module paths users import from, mapped to the public name
 _PRIVATE = {
     "tensorflow.python.framework.ops.get_default_graph": "tensorflow.get_default_graph",

@@ -16,7 +16,7 @@ from migrator._plugins import _grad_per_index as per_index
 from migrator._plugins._grad_model import Call, Refuse
 from migrator._plugins._grad_order import none_tested, order_problem
 from migrator._plugins._grad_values import nested_python_list
-from migrator.tfnames import LazyQualifiedNameProvider, dotted, normalize, tf_name
+from migrator.tfnames import TF_MODULES, LazyQualifiedNameProvider, dotted, normalize, tf_name
 
 GRADIENTS = "tensorflow.gradients"
 HESSIANS_API = "tensorflow.hessians"
@@ -171,8 +171,7 @@ class Find(cst.CSTVisitor):
                 self.imported.add(bound)
             if full == PFOR:
                 self.api_aliases[bound] = PFOR
-            if self.tf_alias is None and full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2") \
-                    and id(node) in self.top_level:
+            if self.tf_alias is None and full in TF_MODULES and id(node) in self.top_level:
                 if a.asname is not None or full == "tensorflow":
                     self.tf_alias = bound
 
@@ -185,8 +184,7 @@ class Find(cst.CSTVisitor):
             if self.depth == 0:
                 self.imported.add(bound)
             full = normalize(f"{mod}.{a.evaluated_name}")
-            if self.tf_alias is None and full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2") \
-                    and id(node) in self.top_level:
+            if self.tf_alias is None and full in TF_MODULES and id(node) in self.top_level:
                 self.tf_alias = bound  # `from tensorflow.compat import v1 as tf`
             if full is not None:
                 full = {"tensorflow.python.ops.gradients_impl.gradients": GRADIENTS}.get(full, full)
@@ -202,8 +200,7 @@ class Find(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         if self.depth == 0:
             if self.tf_alias != "tf" and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
-                    and node.targets[0].target.value == "tf" and tf_name(node.targets[0].target, self) in (
-                        "tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2") \
+                    and node.targets[0].target.value == "tf" and tf_name(node.targets[0].target, self) in TF_MODULES \
                     and isinstance(self.get_metadata(ParentNodeProvider, self.get_metadata(
                         ParentNodeProvider, node, None), None), cst.Module):
                 # `tf = tensorflow.compat.v1`: the tape is spelled as the code spells TF; not when

@@ -12,7 +12,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from migrator._plugins._override_model import Block, Registration, Scope, assigned_counts
-from migrator.tfnames import LazyQualifiedNameProvider, QualifiedNames, dotted, normalize
+from migrator.tfnames import TF_MODULES, LazyQualifiedNameProvider, QualifiedNames, dotted, normalize, tf_name
 
 _COMPOUND = (cst.If, cst.For, cst.While, cst.Try, cst.With, cst.Match) if hasattr(cst, "Match") else (
     cst.If, cst.For, cst.While, cst.Try, cst.With)
@@ -41,9 +41,7 @@ class Collector(cst.CSTVisitor):
 
     def tf(self, node: cst.CSTNode) -> Optional[str]:
         """The TF name of ``node``; None also when it may be two (bound on two branches)."""
-        found = {n for n in (normalize(qn.name) for qn in self.qnames.get(
-            node.func if isinstance(node, cst.Call) else node, ())) if n is not None}
-        return found.pop() if len(found) == 1 else None
+        return tf_name(node, self.qnames)
 
     def qualified(self, node: cst.CSTNode) -> set[str]:
         return {q.name for q in self.qnames.get(node.func if isinstance(node, cst.Call) else node, ())}
@@ -70,7 +68,7 @@ class Collector(cst.CSTVisitor):
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             full = dotted(alias.name)
-            if full in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
+            if full in TF_MODULES:
                 name = alias.asname.name.value if alias.asname is not None else "tensorflow" if full == "tensorflow" else None
                 if name is None:
                     continue
@@ -86,8 +84,7 @@ class Collector(cst.CSTVisitor):
             return
         base = dotted(node.module)
         for alias in node.names:
-            if normalize(f"{base}.{alias.evaluated_name}") in ("tensorflow", "tensorflow.compat.v1",
-                                                                 "tensorflow.compat.v2"):
+            if normalize(f"{base}.{alias.evaluated_name}") in TF_MODULES:
                 name = alias.evaluated_alias or alias.evaluated_name
                 if len(self.scopes) == 1 and id(node) in self.leading:
                     self.tf_aliases.append(name)
