@@ -1,17 +1,23 @@
-"""Callers of a method, where the tape proof asks about a parameter (:func:`method_verdict`).
+"""What the tape proof may conclude about a method (:func:`method_verdict`, :func:`attribute_evidence`,
+:func:`closed_method`).
 
-A method's callers cannot all be listed (an instance anywhere, a subclass, ``getattr``), so
-nothing here proves a parameter independent; one visible call that computes the parameter from
-the source argument refutes the assumption, and the site is refused instead of an unsafe fix.
+One visible call that computes a parameter from the source argument refutes the assumption
+that it is independent, and the site is refused instead of an unsafe fix.  A proof needs
+more: every call that may run the method (each ``X.name(...)`` in the project, when ``name``
+is used nowhere else), and the project's value flow (:mod:`migrator.object_flow`), which
+tells whether a parameter or an attribute can hold anything computed from the sources.
 """
 from __future__ import annotations
 
+import ast
 import os
 from typing import Optional
 
 import libcst as cst
 
+from migrator._plugins._dataflow import BUILTINS
 from migrator._plugins._grad_callers import Signature, Verdict, dependent_caller
+from migrator.object_flow import META, ObjectFlow, flow_for, local_names, params_of
 from migrator.project_calls import self_calls
 
 
@@ -41,5 +47,138 @@ def method_verdict(rw, fn: cst.FunctionDef, param: str, source_params: list, sou
         tree = rw.project.tree(path)
         sites = self_calls(tree, path, cls.name.value, fn.name.value) if tree is not None else []
     dependent = dependent_caller(rw.project, sites, sig, param, source_params)
-    return Verdict(False, dependent=dependent) if dependent else None
+    if dependent:
+        return Verdict(False, dependent=dependent)
+    found = method_flow(rw, fn)
+    if found is None or fn.name.value == "__init__":
+        return None
+    flow, node = found
+    seeds = _seeds(node, source_params, source_keys)
+    callers = flow.method_callers(node)
+    if seeds is None or not callers or any(isinstance(c.func.value, ast.Name) and c.func.value.id in flow.classes
+                                           for _p, c, _s in callers):
+        return None
+    if flow.clean([("var", id(node), param)], seeds):
+        where = ", ".join(f"{os.path.basename(p)}:{c.lineno}" for p, c, _s in callers[:3])
+        return Verdict(True, evidence=f"every call of `.{node.name}(...)` in the project ({where}"
+                                      f"{', ...' if len(callers) > 3 else ''}) passes a value no source reaches")
+    return None
+
+
+def method_flow(rw, fn: cst.FunctionDef) -> Optional[tuple[ObjectFlow, ast.FunctionDef]]:
+    """The project's flow and the ``ast`` node of method ``fn`` (of a module-level class)."""
+    block = rw.parents.get(fn)
+    cls = rw.parents.get(block) if isinstance(block, cst.IndentedBlock) else None
+    if not isinstance(cls, cst.ClassDef) or not isinstance(rw.parents.get(cls), cst.Module) or fn.decorators:
+        return None
+    flow = flow_for(rw.project)
+    tree = rw.project.tree(os.path.abspath(rw.ctx.path))
+    if flow is None or tree is None:
+        return None
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.name.value]
+    defs = [n for c in classes for n in c.body if isinstance(n, ast.FunctionDef) and n.name == fn.name.value]
+    if len(classes) != 1 or len(defs) != 1 or defs[0].decorator_list or not params_of(defs[0]):
+        return None
+    return flow, defs[0]
+
+
+def _seeds(node: ast.FunctionDef, source_params, source_keys) -> Optional[list]:
+    """Where the sources' values sit: a parameter, or an attribute of ``self``; None when a
+    source is something else (a local the block binds)."""
+    me = params_of(node)[0]
+    seeds = [("var", id(node), p) for p in source_params if p != me]
+    for key in source_keys:
+        parts = key.split(".")
+        if len(parts) == 1 and parts[0] in source_params:
+            continue
+        if len(parts) == 2 and parts[0] == me:
+            seeds.append(("attr", parts[1]))
+            continue
+        return None
+    return seeds
+
+
+def attribute_evidence(rw, fn: cst.FunctionDef, key: str, source_params, source_keys) -> Optional[str]:
+    """``self.w``, read in the tape of method ``fn``: no value computed from the sources can
+    be in it, by the project's flow (a proof, or None)."""
+    found = method_flow(rw, fn)
+    if found is None:
+        return None
+    flow, node = found
+    me, parts = params_of(node)[0], key.split(".")
+    seeds = _seeds(node, source_params, source_keys)
+    if seeds is None or parts[0] != me or me in flow.rebound.get(id(node), ()) or any(p in META for p in parts):
+        return None
+    locs = [("var", id(node), me)] + [("attr", p) for p in parts[1:]]
+    if flow.clean(locs, seeds):
+        return f"no code in the project stores in `.{parts[-1]}` a value computed from the sources"
+    return None
+
+
+def closed_method(rw, fn: cst.FunctionDef, call: cst.Call, source_params, source_keys) -> Optional[str]:
+    """``self.m(...)`` in the tape of method ``fn``: ``m`` is this class's only method of that
+    name in the project, and builds its result from its arguments, TF ops, and attributes no
+    source reaches (so it hands back no tensor computed from the sources before the tape)."""
+    found = method_flow(rw, fn)
+    if found is None or not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
+        return None
+    flow, node = found
+    seeds = _seeds(node, source_params, source_keys)
+    me = params_of(node)[0]
+    if seeds is None or call.func.value.value != me or me in flow.rebound.get(id(node), ()):
+        return None
+    owner = flow.owner.get(id(node))
+    if owner is None or not _closed(flow, owner, call.func.attr.value, seeds, set()):
+        return None
+    return f"`{call.func.attr.value}` (a method of this class, overridden nowhere in the project) builds its " \
+           "result from its arguments, TF ops and attributes that no source reaches"
+
+
+def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -> bool:
+    path, cls = owner
+    pure = flow.pure.get(path, set())
+    defs = flow.methods.get(name, [])
+    if len(defs) != 1 or flow.owner.get(id(defs[0]), (None, None))[1] is not cls or name in seen:
+        return name in seen  # a recursive call adds nothing new; an override elsewhere may run instead
+    seen.add(name)
+    fn = defs[0]
+    if fn.decorator_list or not params_of(fn) or name.startswith("__"):
+        return False
+    me = params_of(fn)[0]
+    local = local_names(fn)
+    if me in flow.rebound.get(id(fn), ()) or not flow.clean([("var", id(fn), me)], seeds):
+        return False
+    callees = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
+    for n in ast.walk(fn):
+        if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Global,
+                                          ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Await)):
+            return False
+        if isinstance(n, ast.Call):
+            f = n.func
+            root = f
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me:
+                if not _closed(flow, owner, f.attr, seeds, seen):
+                    return False
+            elif isinstance(f, ast.Name) and f.id in BUILTINS and f.id not in local and f.id not in flow.functions:
+                continue
+            elif not (isinstance(root, ast.Name) and root.id not in local and root.id in pure) and \
+                    not (isinstance(f, ast.Attribute) and isinstance(root, ast.Name) and root.id in local
+                         and root.id != me):
+                return False  # a helper, a layer object, `self.sess.run`: may hand back an older tensor
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and id(n) not in callees:
+            root = n
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id not in local and root.id in pure:
+                continue
+            if n.attr not in META and not flow.clean([("attr", n.attr)], seeds):
+                return False
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in callees:
+            if n.id not in local and n.id not in BUILTINS and not n.id in pure and \
+                    not flow.clean([("attr", n.id)], seeds):
+                return False  # a module global the sources reach
+    return True
+
 

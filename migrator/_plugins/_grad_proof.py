@@ -421,6 +421,10 @@ class Prover(WatchProof):
         if "." in r:
             if r.split(".")[-1] in META_ATTRS:
                 return
+            evidence = an.attribute_evidence(sc.func, r, keys)
+            if evidence:
+                c.proof.append(f"`{r}` cannot depend on {srcs}: {evidence}")
+                return
             self._assume(c, f"`{r}` (an attribute set elsewhere) does not depend on {srcs}", r)
             return
         if root in sc.locals:
@@ -473,8 +477,11 @@ class Prover(WatchProof):
                                     "made inside the tape", f"{self._code(call.func)}(...)")
                 elif kind == "project":
                     fn = call.func.value if isinstance(call.func, cst.Name) else None
+                    evidence = None if fn is not None else self.an.closed_method(self.scope.func, call, keys)
                     if fn is not None and self.an.closed(fn):
                         c.proof.append(f"`{fn}` (this module) builds its result from its arguments")
+                    elif evidence:
+                        c.proof.append(evidence)
                     else:
                         self._assume(c, f"`{self._code(call.func)}(...)` at line {self.line(i)} builds its result "
                                         "afresh (it returns no tensor made before the tape)", f"{self._code(call.func)}(...)")

@@ -41,7 +41,7 @@ from migrator._plugins._grad_callers import (
     Signature, Verdict, caller_passes_list, callers_under_override, imported_list, param_verdict,
     source_structure,
 )
-from migrator._plugins._grad_methods import method_verdict
+from migrator._plugins._grad_methods import attribute_evidence, closed_method, method_verdict
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import Call, Item, Refuse
 from migrator._plugins._grad_home import home
@@ -310,6 +310,20 @@ class GradientRewrite:
                 self._verdicts[key] = param_verdict(self.project, os.path.abspath(self.ctx.path), fn.name.value,
                                                     sig, param, source_params)
         return self._verdicts[key]
+
+    def attribute_evidence(self, fn: Optional[cst.FunctionDef], key: str, keys: set) -> Optional[str]:
+        """Why ``self.w`` read in the tape of method ``fn`` cannot hold a value from the sources."""
+        if fn is None:
+            return None
+        params = set(param_names(fn))
+        return attribute_evidence(self, fn, key, sorted({k.split(".")[0] for k in keys} & params), tuple(sorted(keys)))
+
+    def closed_method(self, fn: Optional[cst.FunctionDef], call: cst.Call, keys: set) -> Optional[str]:
+        """Why ``self.m(...)`` in the tape of method ``fn`` returns no tensor made before it."""
+        if fn is None:
+            return None
+        params = set(param_names(fn))
+        return closed_method(self, fn, call, sorted({k.split(".")[0] for k in keys} & params), tuple(sorted(keys)))
 
     def param_structure(self, fn: cst.FunctionDef, param: str) -> str:
         sig = self._signature(fn)
