@@ -17,6 +17,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS
 from migrator._plugins._grad_callers import Signature, Verdict, dependent_caller
+from migrator._flow_edges import STATE_READS
 from migrator.object_flow import META, ObjectFlow, flow_for, local_names, params_of
 from migrator.project_calls import self_calls
 
@@ -158,6 +159,8 @@ def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -
             root = f
             while isinstance(root, ast.Attribute):
                 root = root.value
+            if isinstance(f, ast.Attribute) and f.attr in STATE_READS:
+                return False  # `tf.get_collection(...)`: tensors stored in the graph earlier
             if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me:
                 if not _closed(flow, owner, f.attr, seeds, seen):
                     return False

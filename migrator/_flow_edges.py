@@ -1,0 +1,448 @@
+"""The edges of :class:`migrator.object_flow.ObjectFlow`, from one file's ``ast``."""
+from __future__ import annotations
+
+import ast
+from typing import Iterable, Optional
+
+from migrator.astwalk import import_aliases
+
+#: attributes that are metadata, never a tensor computed earlier
+META = frozenset({"shape", "dtype", "name", "ndim", "graph", "device"})
+#: module roots whose calls make new values and change none of their arguments
+_PURE_MODULES = frozenset({"tensorflow", "numpy", "math", "scipy"})
+#: builtins that neither keep nor change their arguments
+_PURE_BUILTINS = frozenset({
+    "len", "print", "isinstance", "hasattr", "str", "repr", "format", "int", "float", "bool", "abs", "min", "max",
+    "sum", "round", "range", "issubclass", "type", "id", "hash", "callable", "divmod", "pow", "open", "super"})
+#: builtins whose result holds their arguments (a view or a copy of the same elements)
+_VIEW_BUILTINS = frozenset({"list", "tuple", "zip", "enumerate", "sorted", "reversed", "iter", "next", "dict",
+                            "set", "frozenset", "map", "filter"})
+#: methods that change their receiver only (a list, dict or set filled in place)
+_FILL_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft"})
+#: names whose use means attributes or variables are reached by computed names
+DYNAMIC = frozenset({"setattr", "delattr", "exec", "eval", "globals", "locals", "vars", "__dict__", "__setattr__",
+                     "__getattribute__", "__import__", "compile"})
+
+TOP = ("top",)  # values the flow cannot follow: always tainted
+
+
+#: TF calls that put a tensor into the graph's collections, and calls that read tensors back
+#: from the graph (a collection, a name): state, like an attribute every object shares
+_STATE_WRITES = frozenset({"add_to_collection", "add_to_collections"})
+STATE_READS = frozenset({"get_collection", "get_collection_ref", "get_tensor_by_name", "get_operation_by_name",
+                         "as_graph_element", "get_operations", "import_graph_def"})
+GRAPH_STATE = ("attr", "<graph state>")
+
+
+class FileEdges(ast.NodeVisitor):
+    """Adds one file's edges to an :class:`ObjectFlow`."""
+
+    def __init__(self, flow, path: str, tree: ast.Module) -> None:
+        self.flow, self.path = flow, path
+        self.pure = {n for n, full in import_aliases(tree.body).items() if full.split(".")[0] in _PURE_MODULES}
+        self.scope: Optional[ast.AST] = None  # the outermost function (nested ones share its names)
+        self.current: Optional[ast.AST] = None  # the innermost function (whose `return` this is)
+        self.cls: Optional[ast.ClassDef] = None  # the class whose method `scope` is
+        self.names: set = set()  # names local to that function
+        self.globals: set = set()
+        self.module = tree
+        # class names bound here to a project class: defined here, or imported from the file defining it
+        self.project_classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        for n in tree.body:
+            if isinstance(n, ast.ImportFrom) and flow.project is not None:
+                where = flow.project.resolve(n.module or "", n.level, path)
+                self.project_classes |= {a.asname or a.name for a in n.names
+                                         if where is not None and where in flow.class_paths.get(a.name, ())}
+        self.project_classes -= {a for n in tree.body if isinstance(n, ast.Import) for a in
+                                 ((x.asname or x.name).split(".")[0] for x in n.names)}
+        self.module_defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                          ast.ClassDef))} - {
+            a for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) for a in
+            ((x.asname or x.name).split(".")[0] for x in n.names)}
+
+    # -- locations ------------------------------------------------------
+    def var(self, name: str) -> tuple:
+        if self.scope is not None and name in self.names and name not in self.globals:
+            return ("var", id(self.scope), name)
+        return ("attr", name)  # a module global is every module's `.name` too: `m.G = v` reaches it
+
+    # -- expressions: (value sources, objects it may be) ------------------
+    def expr(self, e: Optional[ast.AST]) -> tuple[set, set]:
+        f = self.flow
+        if e is None or isinstance(e, ast.Constant):
+            return set(), set()
+        if isinstance(e, ast.Name):
+            if e.id in self.pure and e.id not in self.names:
+                return set(), set()
+            loc = self.var(e.id)
+            return {loc}, {loc}
+        if isinstance(e, ast.Attribute):
+            base_val, _ = self.expr(e.value)
+            if e.attr in META or self._module_attr(e.value):
+                return base_val if e.attr not in META else set(), set()
+            if e.attr in DYNAMIC:
+                f.dynamic = True
+            loc = ("attr", e.attr)
+            return {loc} | base_val, {loc}
+        if isinstance(e, ast.Subscript):
+            val, ids = self.expr(e.value)
+            return val | self.expr(e.slice)[0], ids
+        if isinstance(e, ast.Call):
+            return self.call(e)
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
+            return self._union(e.elts, ids=True)
+        if isinstance(e, ast.Dict):
+            kv, _ = self._union([k for k in e.keys if k is not None])  # keys are hashable: never changed through it
+            vv, vi = self._union(e.values, ids=True)
+            return kv | vv, vi
+        if isinstance(e, (ast.BoolOp,)):
+            return self._union(e.values, ids=True)
+        if isinstance(e, ast.IfExp):
+            self.expr(e.test)
+            return self._union([e.body, e.orelse], ids=True)
+        if isinstance(e, ast.Starred):
+            return self.expr(e.value)
+        if isinstance(e, ast.NamedExpr):
+            val, ids = self.expr(e.value)
+            self.store(e.target, val, ids)
+            return val, ids
+        if isinstance(e, ast.Lambda):
+            self.args(e.args)
+            for p in params_of(e):  # called by code the flow does not follow: anything may come in
+                f.assign({TOP}, set(), self.var(p))
+            return self.expr(e.body)  # calling it later reads what its body reads
+        if isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            for g in e.generators:
+                val, ids = self.expr(g.iter)
+                self.store(g.target, val, ids)
+                for cond in g.ifs:
+                    self.expr(cond)
+            parts = [e.key, e.value] if isinstance(e, ast.DictComp) else [e.elt]
+            return self._union(parts, ids=True)
+        if isinstance(e, (ast.Await, ast.Yield, ast.YieldFrom)):
+            val, ids = self.expr(e.value)
+            if isinstance(e, (ast.Yield, ast.YieldFrom)) and self.current is not None:
+                f.assign(val, ids, ("ret", id(self.current)))
+            return val, ids
+        # arithmetic, comparisons, f-strings, slices: a new value from the parts
+        val: set = set()
+        for child in ast.iter_child_nodes(e):
+            if isinstance(child, ast.expr):
+                val |= self.expr(child)[0]
+        return val, set()
+
+    def _union(self, parts: Iterable, ids: bool = False) -> tuple[set, set]:
+        val, same = set(), set()
+        for p in parts:
+            v, i = self.expr(p)
+            val |= v
+            same |= i if ids else set()
+        return val, same
+
+    def _module_attr(self, e: ast.AST) -> bool:
+        while isinstance(e, ast.Attribute):
+            e = e.value
+        return isinstance(e, ast.Name) and e.id in self.pure and e.id not in self.names
+
+    # -- calls ------------------------------------------------------------
+    def call(self, c: ast.Call) -> tuple[set, set]:
+        f = self.flow
+        fn = c.func
+        args = [(a.value if isinstance(a, ast.Starred) else a, isinstance(a, ast.Starred)) for a in c.args]
+        kws = [k.arg for k in c.keywords]
+        evaluated = [self.expr(a) for a, _ in args] + [self.expr(k.value) for k in c.keywords]
+        f.calls[id(c)] = evaluated
+        arg_val = set().union(*(v for v, _ in evaluated)) if evaluated else set()
+        arg_ids = set().union(*(i for _, i in evaluated)) if evaluated else set()
+        name = fn.id if isinstance(fn, ast.Name) and fn.id not in self.names else None
+        if name == "getattr" and len(c.args) >= 2 and isinstance(c.args[1], ast.Constant):
+            f.value_refs.add(str(c.args[1].value))
+            loc = ("attr", str(c.args[1].value))
+            return {loc} | evaluated[0][0], {loc}
+        if name in DYNAMIC or name in ("getattr", "hasattr") and not (c.args and self._module_attr(c.args[0])):
+            f.dynamic = True  # an attribute named at run time
+        leaf = fn.attr if isinstance(fn, ast.Attribute) else None
+        if leaf in _STATE_WRITES:
+            f.fill(arg_val | arg_ids, {GRAPH_STATE})
+        if leaf in STATE_READS:
+            arg_val = arg_val | {GRAPH_STATE}  # `tf.get_collection("cache")[0]`: a tensor stored earlier
+        if self._module_attr(fn) or name in _PURE_BUILTINS:
+            return arg_val, set()  # tf.concat(...), np.dot(...), len(...): a new value
+        if name in _VIEW_BUILTINS:
+            return arg_val, arg_ids
+        recv = fn.value if isinstance(fn, ast.Attribute) else None
+        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super" \
+                and self.scope is not None and self.cls is not None and params_of(self.scope):
+            recv = ast.Name(id=params_of(self.scope)[0], ctx=ast.Load())  # `super().m(...)` runs on self
+        recv_val, recv_ids = self.expr(recv) if recv is not None else (set(), set())
+        fn_val = self.expr(fn)[0] if recv is None else set()
+        out_val, out_ids = set(), set()
+        if recv is not None:
+            targets = [(d, True) for d in f.methods.get(fn.attr, [])]
+            if isinstance(recv, ast.Name) and recv.id in f.classes:
+                targets = []  # `Class.m(obj, ...)`: the arguments shift; the call below covers it
+            only = bool(targets) and self._own_method(recv, fn.attr)
+        else:
+            called = fn.id if isinstance(fn, ast.Name) else None
+            targets = [(d, False) for d in f.functions.get(called, [])] if called else []
+            inits = [(d, True) for d in f.inits.get(name, [])] if name else []
+            targets += inits
+            # only this module's own function or class runs (an import of the same name may not)
+            only = bool(targets) and name in self.module_defs and (name not in f.classes or len(inits) == len(
+                f.classes_named(name)))
+            out_ids |= {("var", id(d), params_of(d)[0]) for d, _ in inits if params_of(d)}
+        for d, bound in targets:
+            self.bind(d, bound, recv_val, recv_ids, args, kws, evaluated)
+            if not (bound and d.name == "__init__"):
+                out_val.add(("ret", id(d)))
+                out_ids.add(("ret", id(d)))
+        out_val |= out_ids
+        if only:
+            return out_val, out_ids
+        # a call the flow cannot follow: its result may be any argument, and, unless it only
+        # fills its receiver, it may store any argument in any other
+        if recv is not None and fn.attr in _FILL_METHODS:
+            f.fill(arg_val | arg_ids, recv_ids)
+            return out_val | arg_val | recv_val, out_ids | recv_ids | arg_ids
+        everything = arg_val | arg_ids | recv_val | recv_ids | fn_val
+        f.fill(everything, arg_ids | recv_ids)
+        return out_val | everything, out_ids | arg_ids | recv_ids
+
+    def _own_method(self, recv: ast.AST, meth: str) -> bool:
+        """``self.meth(...)`` where this class (or a project base of it) defines ``meth``, or
+        ``m.meth(...)`` where every binding of ``m`` is a constructor call of such a class: no
+        library method can run instead (a subclass's can: it is among the targets too)."""
+        if not isinstance(recv, ast.Name):
+            return False
+        params = params_of(self.scope) if self.scope is not None else []
+        if self.cls is not None and params and recv.id == params[0]:
+            if recv.id in self.flow.rebound.get(id(self.scope), ()):
+                return False
+            return self._defines(self.cls, meth)
+        where = self.scope if self.scope is not None and recv.id in self.names else self.module
+        if where is self.module and recv.id in self.flow.attr_stores:
+            return False  # `other.m = Lib()` elsewhere: another object's method may run
+        values = _bindings(where, recv.id)
+        classes = [v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+                   and v.func.id not in self.names and v.func.id in self.project_classes]
+        return bool(values) and len(classes) == len(values) and all(
+            self._defines(c, meth) for name in classes for c in self.flow.classes_named(name))
+
+    def _defines(self, cls: ast.ClassDef, meth: str) -> bool:
+        todo, seen = [cls], set()
+        while todo:
+            cls = todo.pop()
+            if id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == meth for n in cls.body):
+                return True
+            for b in cls.bases:
+                todo += self.flow.classes_named(b.id) if isinstance(b, ast.Name) else []
+        return False
+
+    def bind(self, d: ast.AST, bound: bool, recv_val, recv_ids, args, kws, evaluated) -> None:
+        f = self.flow
+        a = d.args
+        params = [p.arg for p in a.posonlyargs + a.args]
+        scope = id(d)
+        if bound and params:
+            f.assign(recv_val, recv_ids, ("var", scope, params[0]))
+            params = params[1:]
+        named = params + [k.arg for k in a.kwonlyargs]
+        every = [("var", scope, p) for p in named + [x.arg for x in (a.vararg, a.kwarg) if x is not None]]
+        for i, ((_expr, starred), (val, ids)) in enumerate(zip(args, evaluated)):
+            for loc in (every if starred or i >= len(params) else [("var", scope, params[i])]):
+                f.assign(val, ids, loc)
+        for kw, (val, ids) in zip(kws, evaluated[len(args):]):
+            for loc in (every if kw is None or kw not in named else [("var", scope, kw)]):
+                f.assign(val, ids, loc)
+
+    def args(self, a: ast.arguments) -> None:
+        for d in a.defaults + [x for x in a.kw_defaults if x is not None]:
+            self.expr(d)
+
+    # -- statements -------------------------------------------------------
+    def store(self, t: ast.AST, val: set, ids: set) -> None:
+        f = self.flow
+        if isinstance(t, ast.Name):
+            f.assign(val, ids, self.var(t.id))
+        elif isinstance(t, ast.Attribute):
+            self.expr(t.value)
+            if t.attr in DYNAMIC:
+                f.dynamic = True
+            f.assign(val, ids, ("attr", t.attr))
+        elif isinstance(t, ast.Subscript):
+            _, obj = self.expr(t.value)
+            self.expr(t.slice)
+            f.fill(val | ids, obj)  # the container now holds the value
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for el in t.elts:
+                self.store(el, val, ids)
+        elif isinstance(t, ast.Starred):
+            self.store(t.value, val, ids)
+
+    def visit_FunctionDef(self, node) -> None:
+        f = self.flow
+        for dec in node.decorator_list:
+            self.expr(dec)
+        self.args(node.args)
+        positional = node.args.posonlyargs + node.args.args
+        for p, dflt in zip(reversed(positional), reversed(node.args.defaults)):
+            f.assign(*self.expr(dflt), ("var", id(node), p.arg))
+        for p, dflt in zip(node.args.kwonlyargs, node.args.kw_defaults):
+            if dflt is not None:
+                f.assign(*self.expr(dflt), ("var", id(node), p.arg))
+        outer = (self.scope, self.current, self.names, self.globals, self.cls)
+        if self.scope is None:
+            self.scope, self.globals, self.names = node, set(), local_names(node)
+            f.rebound[id(node)] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                                   and isinstance(n.ctx, (ast.Store, ast.Del))}
+        else:  # nested: shares the outer function's names; its parameters are its own too
+            for p in params_of(node):
+                f.alias(("var", id(node), p), self.var(p))
+        self.current = node
+        for stmt in node.body:
+            self.visit(stmt)
+        self.scope, self.current, self.names, self.globals, self.cls = outer
+        ret = ("ret", id(node))
+        f.assign({ret}, {ret}, self.var(node.name) if self.scope is not None else ("attr", node.name))
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node) -> None:
+        for e in node.bases + [k.value for k in node.keywords] + node.decorator_list:
+            self.expr(e)
+        outer = self.cls
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.scope is None:
+                self.cls = node
+                self.visit(stmt)
+                self.cls = outer
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and self.scope is None:
+                if stmt.value is not None:
+                    val, ids = self.expr(stmt.value)
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    for t in targets:  # a class attribute: `.name` of every instance
+                        if isinstance(t, ast.Name):
+                            self.flow.assign(val, ids, ("attr", t.id))
+                        else:
+                            self.store(t, val, ids)
+            else:
+                self.visit(stmt)
+        self.cls = outer
+
+    def visit_Return(self, node) -> None:
+        val, ids = self.expr(node.value)
+        if self.current is not None:
+            self.flow.assign(val, ids, ("ret", id(self.current)))
+
+    def visit_Assign(self, node) -> None:
+        val, ids = self.expr(node.value)
+        for t in node.targets:
+            self.store(t, val, ids)
+
+    def visit_AnnAssign(self, node) -> None:
+        if node.value is not None:
+            val, ids = self.expr(node.value)
+            self.store(node.target, val, ids)
+
+    def visit_AugAssign(self, node) -> None:
+        val, ids = self.expr(node.value)
+        tval, tids = self.expr(node.target)
+        self.store(node.target, val | tval, set())
+        self.flow.fill(val | ids, tids)  # `lst += [v]` fills the list in place
+
+    def visit_For(self, node) -> None:
+        val, ids = self.expr(node.iter)
+        self.store(node.target, val, ids)
+        for stmt in node.body + node.orelse:
+            self.visit(stmt)
+
+    visit_AsyncFor = visit_For
+
+    def visit_With(self, node) -> None:
+        for item in node.items:
+            val, ids = self.expr(item.context_expr)
+            if item.optional_vars is not None:
+                self.store(item.optional_vars, val, ids)
+        for stmt in node.body:
+            self.visit(stmt)
+
+    visit_AsyncWith = visit_With
+
+    def visit_Global(self, node) -> None:
+        self.globals |= set(node.names)
+
+    def visit_Nonlocal(self, node) -> None:
+        pass  # nested functions share the outer function's names already
+
+    def visit_Import(self, node) -> None:
+        pass  # a module object: no tensor
+
+    def visit_ImportFrom(self, node) -> None:
+        pass  # a project module's `X` is every module's `X` (("attr", X)) already
+
+    def visit_Expr(self, node) -> None:
+        self.expr(node.value)
+
+    def generic_visit(self, node) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                self.visit(child)
+            elif isinstance(child, ast.expr):
+                self.expr(child)
+            elif isinstance(child, ast.ExceptHandler):
+                for stmt in child.body:
+                    self.visit(stmt)
+            elif isinstance(child, (ast.match_case,)):
+                self.flow.dynamic = True  # captures bind names the flow does not follow
+
+
+def _bindings(scope: ast.AST, name: str) -> list:
+    """Every value bound to ``name`` in ``scope`` (None for a binding that is not ``name = value``:
+    a parameter, a ``for`` target, an import, a tuple target, ``global``)."""
+    out: list = [None] if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name in params_of(scope) \
+        else []
+    simple = set()
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                and n.targets[0].id == name:
+            out.append(n.value)
+            simple.add(id(n.targets[0]))
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in simple:
+            out.append(None)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            out.append(None)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name).split(".")[0] == name
+                                                                  for a in n.names):
+            out.append(None)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            out.append(None)
+    return out
+
+
+def params_of(fn) -> list:
+    a = fn.args
+    return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs + ([a.vararg] if a.vararg else [])
+            + ([a.kwarg] if a.kwarg else [])]
+
+
+def local_names(fn) -> set:
+    """Every name a function binds, nested functions, lambdas and comprehensions included."""
+    out = set(params_of(fn))
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fn:
+            out.add(n.name)
+            if not isinstance(n, ast.ClassDef):
+                out |= set(params_of(n))
+        elif isinstance(n, ast.Lambda):
+            out |= {p.arg for p in n.args.args + n.args.posonlyargs + n.args.kwonlyargs}
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+    return out

@@ -1,0 +1,151 @@
+"""Proofs about methods from the project's value flow (migrator/object_flow.py,
+migrator/_plugins/_grad_methods.py): a tape in a method whose sources are parameters is
+right when no call of the method passes one source computed from another, and nothing the
+taped calls read from ``self`` or module globals holds a value computed from the sources.
+
+Each variant below changes one thing in a PINN-style class that migrates, and must be
+refused (left byte-identical, reported manual)."""
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+from migrator import runner
+from migrator.model import MANUAL, MIGRATED
+from migrator.object_flow import ObjectFlow
+from migrator.pipeline import Options
+from project_files import write
+
+PINN = """\
+import tensorflow as tf
+
+
+class PINN:
+    def __init__(self, x, t, layers):
+        self.weights, self.biases = self.initialize_NN(layers)
+        self.x_tf = tf.constant(x)
+        self.t_tf = tf.constant(t)
+        self.u_pred = self.net_u(self.x_tf, self.t_tf)
+        self.f_pred = self.net_f(self.x_tf, self.t_tf)
+        #INIT
+
+    def initialize_NN(self, layers):
+        weights, biases = [], []
+        for l in range(len(layers) - 1):
+            weights.append(tf.Variable(tf.ones([layers[l], layers[l + 1]])))
+            biases.append(tf.Variable(tf.zeros([1, layers[l + 1]])))
+        return weights, biases
+
+    def neural_net(self, X, weights, biases):
+        H = X
+        for l in range(len(weights) - 1):
+            H = tf.tanh(tf.matmul(H, weights[l]) + biases[l])
+        return tf.matmul(H, weights[-1]) + biases[-1]
+
+    def net_u(self, x, t):
+        return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases)  #NET_U
+
+    def net_f(self, x, t):
+        u = self.net_u(x, t)
+        u_t = tf.gradients(u, t)[0]
+        u_x = tf.gradients(u, x)[0]
+        return u_t + u * u_x
+#MODULE
+"""
+
+
+def run(tmp_path, init="", net_u=None, module="", other=None):
+    (tmp_path / "pyproject.toml").write_text("")
+    src = PINN.replace("#INIT", init)
+    if net_u is not None:
+        src = src.replace("return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases)  #NET_U", net_u)
+    path = write(tmp_path, "pinn.py", src.replace("#MODULE", module))
+    if other is not None:
+        write(tmp_path, "other.py", other)
+    opts = runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options())
+    (result,) = runner.run([path], opts).results
+    return result.sites
+
+
+def test_the_plain_class_migrates_with_the_flow_as_its_proof(tmp_path):
+    sites = run(tmp_path)
+    assert [s.status for s in sites] == [MIGRATED, MIGRATED]
+    proof = " ".join(sites[0].proof)
+    assert "every call of `.net_f(...)` in the project" in proof
+    assert "`net_u` (a method of this class, overridden nowhere in the project)" in proof
+
+
+REFUSED = {
+    "a cached tensor read back": dict(
+        init="self.scale = self.x_tf * self.t_tf",
+        net_u="return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) * self.scale"),
+    "a weight list filled with a tensor of a source": dict(init="self.weights.append(self.x_tf * self.t_tf)"),
+    "the same list through an alias": dict(init="ws = self.weights\n        ws[0] = tf.matmul(self.x_tf * self.t_tf, ws[0][:1])"),
+    "a source added with +=": dict(init="self.biases += [self.t_tf * self.x_tf]"),
+    "a helper that may store one argument in another": dict(init="stash(self.weights, self.x_tf * self.t_tf)",
+                                                            module="\n\ndef stash(a, b):\n    a.append(b)\n"),
+    "an unknown helper": dict(init="import helpers\n        helpers.stash(self.weights, self.x_tf * self.t_tf)"),
+    "the method used as a value": dict(init="self.fn = self.net_f"),
+    "the method named in a string": dict(init="self.fn = getattr(self, 'net_f')"),
+    "an attribute set by a computed name": dict(init="setattr(self, 'w' + 'eights', [self.x_tf * self.t_tf])"),
+    "a subclass overriding the taped call": dict(
+        module="\n\nclass Cached(PINN):\n    def net_u(self, x, t):\n        return self.u_pred\n"),
+    "a module global computed from a source": dict(
+        module="\n\nmodel = PINN([[1.0]], [[2.0]], [2, 1])\nSHIFT = model.x_tf * model.t_tf\n",
+        net_u="return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) + SHIFT"),
+    "a property returning a cached tensor": dict(
+        init="self._c = self.t_tf * self.x_tf",
+        module="\n\n    @property\n    def c(self):\n        return self._c\n",
+        net_u="return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) * self.c"),
+    "a tensor kept in a graph collection": dict(
+        init="tf.add_to_collection('c', self.x_tf * self.t_tf)",
+        net_u="return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) * tf.get_collection('c')[0]"),
+    "an unbound call through the class": dict(module="\n\nPINN.net_f(object(), [[1.0]], [[1.0]])\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_path_the_flow_cannot_rule_out_is_refused(tmp_path, name):
+    sites = run(tmp_path, **REFUSED[name])
+    assert sites and all(s.status == MANUAL for s in sites), [(s.status, s.reason) for s in sites]
+    assert open(tmp_path / "pinn.py").read().count("tf.gradients(") == 2
+
+
+def test_a_caller_passing_one_source_computed_from_the_other_refuses_that_gradient(tmp_path):
+    # `t` is computed from `x`: d/dx misses the path through `t`; d/dt is still right
+    u_t, u_x = run(tmp_path, init="self.g = self.net_f(self.x_tf, self.x_tf * 2.0)")
+    assert (u_t.status, u_x.status) == (MIGRATED, MANUAL)
+    assert "parameter `t` does not depend on `x`" in u_x.reason
+
+
+def test_a_caller_in_another_file_is_a_caller(tmp_path):
+    other = "import tensorflow as tf\nfrom pinn import PINN\n\nm = PINN([[1.0]], [[2.0]], [2, 1])\n" \
+            "f = m.net_f(m.x_tf, m.x_tf + 1.0)\n"
+    assert [s.status for s in run(tmp_path, other=other)] == [MIGRATED, MANUAL]
+    harmless = "import tensorflow as tf\nfrom pinn import PINN\n\nm = PINN([[1.0]], [[2.0]], [2, 1])\n" \
+               "f = m.net_f(tf.constant([[0.5]]), tf.constant([[0.25]]))\n"
+    assert all(s.status == MIGRATED for s in run(tmp_path, other=harmless))
+
+
+def _flow(src: str) -> tuple[ObjectFlow, ast.Module]:
+    tree = ast.parse(src)
+    flow = ObjectFlow()
+    flow.add_file("m.py", tree)
+    flow.add_edges("m.py", tree)
+    flow.finish()
+    return flow, tree
+
+
+def test_flow_keeps_siblings_apart_and_follows_aliases():
+    flow, _ = _flow("a = make()\nb = make()\nfeed = {a: 1, b: 2}\nc = [a]\nd = c\nd.append(b)\n")
+    assert flow.clean([("attr", "b")], [("attr", "a")])  # dict keys are never changed through the dict
+    assert not flow.clean([("attr", "c")], [("attr", "b")])  # `d` is `c`: filling one fills the other
+    assert not flow.clean([("attr", "a")], [("attr", "b")])  # ... and `a` is in that list
+
+
+@pytest.mark.parametrize("src", ["exec('x = 1')\n", "vars(obj)['w'] = 1\n", "obj.__dict__['w'] = 1\n",
+                                 "getattr(obj, name)\n", "setattr(obj, 'w', 1)\n", "globals()['w'] = 1\n"])
+def test_computed_names_make_the_flow_unusable(src):
+    assert _flow(src)[0].dynamic
