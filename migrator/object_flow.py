@@ -41,6 +41,7 @@ class ObjectFlow:
         self.project = project
         self.class_paths: dict = defaultdict(set)  # class name -> files defining it
         self.attr_stores: set = set()  # names assigned as an attribute somewhere (`m.x = ...`)
+        self.attr_values: dict = defaultdict(list)  # attribute -> values of `X.attr = value` (None: other stores)
         self.parent: dict = {}
         self.edges: dict = defaultdict(set)  # location -> locations its value flows to
         self.dynamic = False
@@ -101,10 +102,15 @@ class ObjectFlow:
                         if fn.name == "__init__":
                             self.inits[node.name].append(fn)
         methods = {id(fn) for defs in self.methods.values() for fn in defs}
+        simple = {id(n.targets[0]) for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1}
         callees = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 self.attr_stores.add(node.attr)
+                if id(node) not in simple:
+                    self.attr_values[node.attr].append(None)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute):
+                self.attr_values[node.targets[0].attr].append(node.value)
             elif isinstance(node, ast.Call):
                 callees.add(id(node.func))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in methods:

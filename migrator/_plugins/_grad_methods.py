@@ -185,3 +185,32 @@ def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -
     return True
 
 
+
+
+#: TF calls that return one tensor (what a caller passes, when it is one of these, is a tensor)
+_TENSOR_MAKERS = frozenset({"constant", "convert_to_tensor", "placeholder", "Variable", "get_variable", "zeros",
+                            "ones", "fill", "random_normal", "random_uniform", "truncated_normal", "cast"})
+
+
+def method_param_structure(rw, fn: cst.FunctionDef, param: str) -> str:
+    """"tensor" when every call of method ``fn`` in the project passes, for ``param``, one
+    tensor made by a TF constructor (directly, or through an attribute only ever set to one);
+    else "unknown"."""
+    found = method_flow(rw, fn)
+    if found is None:
+        return "unknown"
+    flow, node = found
+    callers = flow.method_callers(node)
+    params = params_of(node)[1:]
+    if not callers or param not in params:
+        return "unknown"
+    for _path, call, _scope in callers:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return "unknown"
+        i = params.index(param)
+        expr = call.args[i] if i < len(call.args) else next((k.value for k in call.keywords if k.arg == param), None)
+        values = flow.attr_values.get(expr.attr, [None]) if isinstance(expr, ast.Attribute) else [expr]
+        if not values or not all(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                                 and v.func.attr in _TENSOR_MAKERS for v in values):
+            return "unknown"
+    return "tensor"

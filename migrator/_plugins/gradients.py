@@ -41,7 +41,7 @@ from migrator._plugins._grad_callers import (
     Signature, Verdict, caller_passes_list, callers_under_override, imported_list, param_verdict,
     source_structure,
 )
-from migrator._plugins._grad_methods import attribute_evidence, closed_method, method_verdict
+from migrator._plugins._grad_methods import attribute_evidence, closed_method, method_param_structure, method_verdict
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import Call, Item, Refuse
 from migrator._plugins._grad_home import home
@@ -328,7 +328,7 @@ class GradientRewrite:
     def param_structure(self, fn: cst.FunctionDef, param: str) -> str:
         sig = self._signature(fn)
         if sig is None:
-            return "unknown"
+            return method_param_structure(self, fn, param)
         return source_structure(self.project, os.path.abspath(self.ctx.path), fn.name.value, sig, param)
 
     def caller_list(self, fn: cst.FunctionDef, param: str, nested: bool) -> Optional[str]:
