@@ -101,6 +101,15 @@ class ObjectFlow:
                         self.owner[id(fn)] = (path, node)
                         if fn.name == "__init__":
                             self.inits[node.name].append(fn)
+        for body in [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
+            for stmt in body:  # a class attribute, or a module global: `.name` too
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    for t in targets:
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name):
+                                self.attr_values[n.id].append(stmt.value if isinstance(stmt, ast.Assign) and t is n
+                                                              and len(targets) == 1 else None)
         methods = {id(fn) for defs in self.methods.values() for fn in defs}
         simple = {id(n.targets[0]) for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1}
         callees = set()
@@ -171,7 +180,7 @@ class ObjectFlow:
         subclass's constructor)."""
         if fn.name.startswith("__") or fn.name in self.value_refs or fn.decorator_list:
             return None
-        return list(self.sites.get(fn.name, []))
+        return sorted(self.sites.get(fn.name, []), key=lambda site: (site[0], site[1].lineno, site[1].col_offset))
 
     def arg_sources(self, call: ast.Call, index: int) -> tuple[set, set]:
         return self.calls[id(call)][index]

@@ -149,3 +149,15 @@ def test_flow_keeps_siblings_apart_and_follows_aliases():
                                  "getattr(obj, name)\n", "setattr(obj, 'w', 1)\n", "globals()['w'] = 1\n"])
 def test_computed_names_make_the_flow_unusable(src):
     assert _flow(src)[0].dynamic
+
+
+def test_a_caller_passing_a_python_number_is_refused_not_watched(tmp_path):
+    # TF1 differentiated a new constant made from 0.5 (None); `tape.watch(0.5)` raises
+    sites = run(tmp_path, init="self.g = self.net_f(self.x_tf, 0.5)")
+    assert sites[0].status == MANUAL and sites[0].code == "TFG126"
+
+
+def test_a_flow_path_between_sources_is_named_in_the_reason(tmp_path):
+    _u_t, u_x = run(tmp_path, init="self.g = self.net_f(self.x_tf, self.x_tf * 2.0)")
+    assert "the project's calls of `.net_f(...)` (pinn.py:10, pinn.py:11) may pass it a value computed from a " \
+           "source" in u_x.reason

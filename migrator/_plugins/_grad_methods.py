@@ -59,11 +59,14 @@ def method_verdict(rw, fn: cst.FunctionDef, param: str, source_params: list, sou
     if seeds is None or not callers or any(isinstance(c.func.value, ast.Name) and c.func.value.id in flow.classes
                                            for _p, c, _s in callers):
         return None
+    where = ", ".join(f"{os.path.basename(p)}:{c.lineno}" for p, c, _s in callers[:3]) + (
+        ", ..." if len(callers) > 3 else "")
     if flow.clean([("var", id(node), param)], seeds):
-        where = ", ".join(f"{os.path.basename(p)}:{c.lineno}" for p, c, _s in callers[:3])
-        return Verdict(True, evidence=f"every call of `.{node.name}(...)` in the project ({where}"
-                                      f"{', ...' if len(callers) > 3 else ''}) passes a value no source reaches")
-    return None
+        return Verdict(True, evidence=f"every call of `.{node.name}(...)` in the project ({where}) passes a value "
+                                      "no source reaches")
+    return Verdict(False, evidence=f"the project's calls of `.{node.name}(...)` ({where}) may pass it a value "
+                                   "computed from a source, through what they share (an argument, an attribute, a "
+                                   "container filled in place)")
 
 
 def method_flow(rw, fn: cst.FunctionDef) -> Optional[tuple[ObjectFlow, ast.FunctionDef]]:
@@ -204,13 +207,20 @@ def method_param_structure(rw, fn: cst.FunctionDef, param: str) -> str:
     params = params_of(node)[1:]
     if not callers or param not in params:
         return "unknown"
+    kinds = set()
     for _path, call, _scope in callers:
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return "unknown"
         i = params.index(param)
         expr = call.args[i] if i < len(call.args) else next((k.value for k in call.keywords if k.arg == param), None)
+        if isinstance(expr, ast.UnaryOp):
+            expr = expr.operand
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)):
+            kinds.add("python")  # `self.net_f(x, 0.5)`: TF1 differentiated a new constant; a tape cannot watch it
+            continue
         values = flow.attr_values.get(expr.attr, [None]) if isinstance(expr, ast.Attribute) else [expr]
-        if not values or not all(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
-                                 and v.func.attr in _TENSOR_MAKERS for v in values):
-            return "unknown"
-    return "tensor"
+        kinds.add("tensor" if values and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                                             and v.func.attr in _TENSOR_MAKERS for v in values) else "unknown")
+    if "python" in kinds:
+        return "python"
+    return "tensor" if kinds == {"tensor"} else "unknown"
