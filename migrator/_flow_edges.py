@@ -10,6 +10,14 @@ from migrator.astwalk import import_aliases
 META = frozenset({"shape", "dtype", "name", "ndim", "graph", "device"})
 #: module roots whose calls make new values and change none of their arguments
 _PURE_MODULES = frozenset({"tensorflow", "numpy", "math", "scipy"})
+#: libraries whose functions keep none of their arguments in another (plotting, files, timing)
+_QUIET_MODULES = frozenset({"matplotlib", "time", "os", "sys", "logging", "pyDOE", "pickle", "json", "datetime",
+                            "seaborn", "warnings", "argparse", "csv", "glob", "shutil", "random", "pprint"})
+#: calls that make a TF session, and what a session hands back: NumPy values, never a tensor,
+#: so nothing computed from them is on a gradient path (`u = sess.run(model.u_pred, feed)`)
+_SESSION_MAKERS = frozenset({"Session", "InteractiveSession", "MonitoredSession", "MonitoredTrainingSession",
+                             "SingularMonitoredSession", "get_default_session", "get_session"})
+_SESSION_RUNS = frozenset({"run", "partial_run"})
 #: builtins that neither keep nor change their arguments
 _PURE_BUILTINS = frozenset({
     "len", "print", "isinstance", "hasattr", "str", "repr", "format", "int", "float", "bool", "abs", "min", "max",
@@ -19,11 +27,17 @@ _VIEW_BUILTINS = frozenset({"list", "tuple", "zip", "enumerate", "sorted", "reve
                             "set", "frozenset", "map", "filter"})
 #: methods that change their receiver only (a list, dict or set filled in place)
 _FILL_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft"})
-#: names whose use means attributes or variables are reached by computed names
-DYNAMIC = frozenset({"setattr", "delattr", "exec", "eval", "globals", "locals", "vars", "__dict__", "__setattr__",
-                     "__getattribute__", "__import__", "compile"})
+#: calls that write attributes or variables named at run time: the flow cannot follow them
+DYNAMIC = frozenset({"setattr", "delattr", "exec", "eval", "__setattr__", "compile"})
+#: views of attributes or variables named at run time (`vars(args)`, `getattr(ax, name)`):
+#: reading them is fine; filling them writes attributes the flow cannot name
+NAMESPACES = frozenset({"globals", "locals", "vars", "__dict__", "__getattribute__"})
+#: methods that neither change their receiver nor keep their arguments
+_READ_METHODS = frozenset({"copy", "keys", "values", "items", "get", "format", "split", "join", "lower", "upper",
+                           "strip", "startswith", "endswith", "replace", "count", "index"})
 
 TOP = ("top",)  # values the flow cannot follow: always tainted
+ANY_OBJECT = ("any object",)  # what a namespace view may be: filling it makes the flow unusable
 
 
 #: TF calls that put a tensor into the graph's collections, and calls that read tensors back
@@ -39,7 +53,12 @@ class FileEdges(ast.NodeVisitor):
 
     def __init__(self, flow, path: str, tree: ast.Module) -> None:
         self.flow, self.path = flow, path
-        self.pure = {n for n, full in import_aliases(tree.body).items() if full.split(".")[0] in _PURE_MODULES}
+        imported = import_aliases(tree.body)
+        self.pure = {n for n, full in imported.items() if full.split(".")[0] in _PURE_MODULES}
+        self.quiet = {n for n, full in imported.items() if full.split(".")[0] in _QUIET_MODULES}
+        # every name an import binds, anywhere: `helpers.stash(a, b)` is a function, not a method
+        self.modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                        if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
         self.scope: Optional[ast.AST] = None  # the outermost function (nested ones share its names)
         self.current: Optional[ast.AST] = None  # the innermost function (whose `return` this is)
         self.cls: Optional[ast.ClassDef] = None  # the class whose method `scope` is
@@ -64,7 +83,7 @@ class FileEdges(ast.NodeVisitor):
     def var(self, name: str) -> tuple:
         if self.scope is not None and name in self.names and name not in self.globals:
             return ("var", id(self.scope), name)
-        return ("attr", name)  # a module global is every module's `.name` too: `m.G = v` reaches it
+        return ("global", name)  # every module's global of that name (`from m import G` is the same)
 
     # -- expressions: (value sources, objects it may be) ------------------
     def expr(self, e: Optional[ast.AST]) -> tuple[set, set]:
@@ -82,19 +101,21 @@ class FileEdges(ast.NodeVisitor):
                 return base_val if e.attr not in META else set(), set()
             if e.attr in DYNAMIC:
                 f.dynamic = True
+            if e.attr in NAMESPACES:
+                return {TOP}, {ANY_OBJECT}
             loc = ("attr", e.attr)
             return {loc} | base_val, {loc}
         if isinstance(e, ast.Subscript):
             val, ids = self.expr(e.value)
-            return val | self.expr(e.slice)[0], ids
+            return val | self.expr(e.slice)[0], self.items(ids)
         if isinstance(e, ast.Call):
             return self.call(e)
         if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
-            return self._union(e.elts, ids=True)
+            return self.container(e, e.elts)
         if isinstance(e, ast.Dict):
-            kv, _ = self._union([k for k in e.keys if k is not None])  # keys are hashable: never changed through it
-            vv, vi = self._union(e.values, ids=True)
-            return kv | vv, vi
+            box = ("display", id(e))
+            f.assign(self._union([k for k in e.keys if k is not None])[0], set(), box)  # keys: hashable, never changed
+            return self.container(e, e.values)
         if isinstance(e, (ast.BoolOp,)):
             return self._union(e.values, ids=True)
         if isinstance(e, ast.IfExp):
@@ -114,11 +135,11 @@ class FileEdges(ast.NodeVisitor):
         if isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             for g in e.generators:
                 val, ids = self.expr(g.iter)
-                self.store(g.target, val, ids)
+                self.store(g.target, val, self.items(ids))
                 for cond in g.ifs:
                     self.expr(cond)
             parts = [e.key, e.value] if isinstance(e, ast.DictComp) else [e.elt]
-            return self._union(parts, ids=True)
+            return self.container(e, parts)
         if isinstance(e, (ast.Await, ast.Yield, ast.YieldFrom)):
             val, ids = self.expr(e.value)
             if isinstance(e, (ast.Yield, ast.YieldFrom)) and self.current is not None:
@@ -131,6 +152,18 @@ class FileEdges(ast.NodeVisitor):
                 val |= self.expr(child)[0]
         return val, set()
 
+    def container(self, e: ast.AST, parts: Iterable) -> tuple[set, set]:
+        """A new list, tuple, set or dict holding ``parts`` (``[*xs]``: what ``xs`` holds)."""
+        box = ("display", id(e))
+        for p in parts:
+            val, ids = self.expr(p.value if isinstance(p, ast.Starred) else p)
+            self.flow.hold(box, val, self.items(ids) if isinstance(p, ast.Starred) else ids)
+        return {box}, {box}
+
+    def items(self, ids: set) -> set:
+        """The locations of what the objects ``ids`` hold."""
+        return {self.flow.elem(i) for i in ids}
+
     def _union(self, parts: Iterable, ids: bool = False) -> tuple[set, set]:
         val, same = set(), set()
         for p in parts:
@@ -139,10 +172,13 @@ class FileEdges(ast.NodeVisitor):
             same |= i if ids else set()
         return val, same
 
-    def _module_attr(self, e: ast.AST) -> bool:
+    def _module_attr(self, e: ast.AST, modules: Optional[set] = None) -> bool:
         while isinstance(e, ast.Attribute):
             e = e.value
-        return isinstance(e, ast.Name) and e.id in self.pure and e.id not in self.names
+        if modules is self.modules:
+            return isinstance(e, ast.Name) and e.id in modules
+        return isinstance(e, ast.Name) and e.id in (self.pure if modules is None else modules) \
+            and e.id not in self.names
 
     # -- calls ------------------------------------------------------------
     def call(self, c: ast.Call) -> tuple[set, set]:
@@ -159,15 +195,17 @@ class FileEdges(ast.NodeVisitor):
             f.value_refs.add(str(c.args[1].value))
             loc = ("attr", str(c.args[1].value))
             return {loc} | evaluated[0][0], {loc}
-        if name in DYNAMIC or name in ("getattr", "hasattr") and not (c.args and self._module_attr(c.args[0])):
-            f.dynamic = True  # an attribute named at run time
+        if name in DYNAMIC or name == "__import__" or isinstance(fn, ast.Attribute) and fn.attr == "import_module":
+            f.dynamic = True  # an attribute written by a name made at run time; a module found by name
+        if name in NAMESPACES or name == "getattr" and not (c.args and self._module_attr(c.args[0])):
+            return {TOP}, {ANY_OBJECT}  # any attribute of anything
         leaf = fn.attr if isinstance(fn, ast.Attribute) else None
         if leaf in _STATE_WRITES:
-            f.fill(arg_val | arg_ids, {GRAPH_STATE})
+            f.put(arg_val, arg_ids, {GRAPH_STATE})
         if leaf in STATE_READS:
             arg_val = arg_val | {GRAPH_STATE}  # `tf.get_collection("cache")[0]`: a tensor stored earlier
-        if self._module_attr(fn) or name in _PURE_BUILTINS:
-            return arg_val, set()  # tf.concat(...), np.dot(...), len(...): a new value
+        if self._module_attr(fn) or name in _PURE_BUILTINS or self._module_attr(fn, self.quiet):
+            return arg_val, set()  # tf.concat(...), np.dot(...), len(...), plt.plot(...): a new value
         if name in _VIEW_BUILTINS:
             return arg_val, arg_ids
         recv = fn.value if isinstance(fn, ast.Attribute) else None
@@ -182,6 +220,9 @@ class FileEdges(ast.NodeVisitor):
             if isinstance(recv, ast.Name) and recv.id in f.classes:
                 targets = []  # `Class.m(obj, ...)`: the arguments shift; the call below covers it
             only = bool(targets) and self._own_method(recv, fn.attr)
+            if only and self.cls is not None and isinstance(recv, ast.Name) and self.scope is not None \
+                    and recv.id == params_of(self.scope)[0]:
+                targets = [(d, True) for d in f.dispatch(self.cls, fn.attr)]  # not a same-named class elsewhere
         else:
             called = fn.id if isinstance(fn, ast.Name) else None
             targets = [(d, False) for d in f.functions.get(called, [])] if called else []
@@ -201,12 +242,45 @@ class FileEdges(ast.NodeVisitor):
             return out_val, out_ids
         # a call the flow cannot follow: its result may be any argument, and, unless it only
         # fills its receiver, it may store any argument in any other
-        if recv is not None and fn.attr in _FILL_METHODS:
-            f.fill(arg_val | arg_ids, recv_ids)
-            return out_val | arg_val | recv_val, out_ids | recv_ids | arg_ids
+        if recv is not None and fn.attr in _READ_METHODS:  # `d.get(k)`, `d.values()`, `lst.copy()`
+            return out_val | arg_val | recv_val, out_ids | recv_ids | self.items(recv_ids)
+        if recv is not None and fn.attr in _FILL_METHODS:  # `lst.append(v)`, `lst.extend(vs)`
+            f.put(arg_val, arg_ids | self.items(arg_ids), recv_ids)
+            return out_val | arg_val | recv_val, out_ids | recv_ids | self.items(recv_ids)
         everything = arg_val | arg_ids | recv_val | recv_ids | fn_val
-        f.fill(everything, arg_ids | recv_ids)
-        return out_val | everything, out_ids | arg_ids | recv_ids
+        if recv is not None and not self._module_attr(fn, self.modules):
+            # a method of an object the flow cannot type: it may keep its arguments (fill its
+            # receiver) and return any of them; library methods do not store one argument in
+            # another (`sess.run(fetches, feed)`, `ax.plot(x, y)`)
+            if fn.attr in _SESSION_RUNS and self._session(recv):
+                return set(), set()
+            if fn.attr == "numpy" and not c.args and not c.keywords:
+                return set(), set()  # an eager tensor's NumPy value
+            f.put(arg_val, arg_ids, recv_ids)
+            return out_val | everything, out_ids | arg_ids | recv_ids | self.items(recv_ids)
+        f.put(everything, arg_ids | recv_ids, arg_ids | recv_ids)
+        return out_val | everything, out_ids | arg_ids | recv_ids | self.items(arg_ids | recv_ids)
+
+    def _session(self, e: ast.AST) -> bool:
+        """``e`` is a TF session: made here (`tf.Session().run`), or a name or attribute only
+        ever bound to one (`self.sess = tf.Session()`, `with tf.Session() as sess`)."""
+        def made(v) -> bool:
+            while isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "as_default":
+                v = v.func.value  # `with tf.Session().as_default() as sess`
+            return isinstance(v, ast.Call) and (v.func.attr if isinstance(v.func, ast.Attribute) else getattr(
+                v.func, "id", None)) in _SESSION_MAKERS
+        if isinstance(e, ast.Call):
+            return made(e)
+        if isinstance(e, ast.Attribute):
+            values = self.flow.attr_values.get(e.attr, [])
+        elif isinstance(e, ast.Name):
+            where = self.scope if self.scope is not None and e.id in self.names else self.module
+            values = _bindings(where, e.id)
+            if where is self.module:
+                values += self.flow.attr_values.get(e.id, []) if e.id in self.flow.attr_stores else []
+        else:
+            return False
+        return bool(values) and all(made(v) for v in values)
 
     def _own_method(self, recv: ast.AST, meth: str) -> bool:
         """``self.meth(...)`` where this class (or a project base of it) defines ``meth``, or
@@ -275,10 +349,10 @@ class FileEdges(ast.NodeVisitor):
         elif isinstance(t, ast.Subscript):
             _, obj = self.expr(t.value)
             self.expr(t.slice)
-            f.fill(val | ids, obj)  # the container now holds the value
+            f.put(val, ids, obj)  # the container now holds the value
         elif isinstance(t, (ast.Tuple, ast.List)):
-            for el in t.elts:
-                self.store(el, val, ids)
+            for el in t.elts:  # `a, b = pair`: each is one of what the pair holds
+                self.store(el, val, self.items(ids))
         elif isinstance(t, ast.Starred):
             self.store(t.value, val, ids)
 
@@ -306,7 +380,8 @@ class FileEdges(ast.NodeVisitor):
             self.visit(stmt)
         self.scope, self.current, self.names, self.globals, self.cls = outer
         ret = ("ret", id(node))
-        f.assign({ret}, {ret}, self.var(node.name) if self.scope is not None else ("attr", node.name))
+        f.assign({ret}, {ret}, ("attr", node.name) if self.scope is None and self.cls is not None
+                 else self.var(node.name))
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -351,11 +426,11 @@ class FileEdges(ast.NodeVisitor):
         val, ids = self.expr(node.value)
         tval, tids = self.expr(node.target)
         self.store(node.target, val | tval, set())
-        self.flow.fill(val | ids, tids)  # `lst += [v]` fills the list in place
+        self.flow.put(val, self.items(ids), tids)  # `lst += [v]` fills the list in place
 
     def visit_For(self, node) -> None:
         val, ids = self.expr(node.iter)
-        self.store(node.target, val, ids)
+        self.store(node.target, val, self.items(ids))
         for stmt in node.body + node.orelse:
             self.visit(stmt)
 
@@ -410,6 +485,11 @@ def _bindings(scope: ast.AST, name: str) -> list:
                 and n.targets[0].id == name:
             out.append(n.value)
             simple.add(id(n.targets[0]))
+        elif isinstance(n, (ast.With, ast.AsyncWith)):
+            for item in n.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
+                    out.append(item.context_expr)  # `with tf.Session() as sess`
+                    simple.add(id(item.optional_vars))
     for n in ast.walk(scope):
         if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in simple:
             out.append(None)

@@ -28,7 +28,7 @@ import ast
 from collections import defaultdict
 from typing import Iterable, Optional
 
-from migrator._flow_edges import META, TOP, FileEdges, local_names, params_of
+from migrator._flow_edges import ANY_OBJECT, META, TOP, FileEdges, local_names, params_of
 
 __all__ = ["META", "ObjectFlow", "flow_for", "local_names", "params_of"]
 
@@ -41,8 +41,12 @@ class ObjectFlow:
         self.project = project
         self.class_paths: dict = defaultdict(set)  # class name -> files defining it
         self.attr_stores: set = set()  # names assigned as an attribute somewhere (`m.x = ...`)
+        self.module_attrs: set = set()  # `m.G` of an imported module `m` (or `sys.modules[k].G`)
         self.attr_values: dict = defaultdict(list)  # attribute -> values of `X.attr = value` (None: other stores)
         self.parent: dict = {}
+        self.elems: dict = {}  # group -> the location of what its objects hold
+        self.pending: dict = {}  # group -> items displays put in it, not yet taken out as one
+        self.puts: list = []  # (objects, what was put in them): a namespace view filled is a computed write
         self.edges: dict = defaultdict(set)  # location -> locations its value flows to
         self.dynamic = False
         self.calls: dict = {}  # id(ast.Call) -> [(value sources, objects)] per argument
@@ -72,6 +76,46 @@ class ObjectFlow:
         if ra != rb:
             self.parent[ra] = rb
             self.edges[rb] |= self.edges.pop(ra, set())
+            self.pending[rb] = self.pending.get(rb, []) + self.pending.pop(ra, [])
+            ea, eb = self.elems.pop(ra, None), self.elems.get(rb)
+            if ea is not None and eb is not None:
+                self.alias(ea, eb)  # the same object holds the same things
+            elif ea is not None:
+                self.elems[rb] = ea
+            if self.find(rb) in self.elems:
+                self.elem(rb)  # items held by a display that is now this object
+
+    def elem(self, loc: tuple) -> tuple:
+        """What the object at ``loc`` holds (a list's items, a dict's values, an object's
+        contents): one location per object, whose values are the object's too."""
+        root = self.find(loc)
+        if root not in self.elems:
+            self.elems[root] = ("elem", root)
+            self.edges[self.find(self.elems[root])].add(root)
+        item = self.elems[root]
+        for val, ids in self.pending.pop(root, []):
+            self.assign(val, ids, item)
+        return self.elems[self.find(loc)] if self.find(loc) in self.elems else item
+
+    def hold(self, box: tuple, val: set, ids: set) -> None:
+        """The object ``box`` holds a value (a display's item, `lst.append(v)`, an argument a
+        library method may keep).  What it holds becomes one object only when something takes
+        it out (:meth:`elem`): `tf.concat([x, t], 1)` and `ax.plot(x, y)` read `x` and `t`, or
+        `x` and `y`, without making them one."""
+        for v in val | ids:
+            self.edges[self.find(v)].add(box)
+        self.pending.setdefault(self.find(box), []).append((val, ids))
+        if self.find(box) in self.elems:
+            self.elem(box)
+
+    def put(self, val: set, ids: set, objs: set) -> None:
+        """Objects ``objs`` now hold the value (``lst.append(v)``, ``d[k] = v``)."""
+        views = (self.find(ANY_OBJECT), self.find(self.elem(ANY_OBJECT))) if objs else ()
+        real = {w for w in val | ids if w not in (TOP, ANY_OBJECT) and self.find(w) not in views}
+        if real:
+            self.puts.append((frozenset(objs), real))
+        for o in list(objs):
+            self.hold(o, val, ids)
 
     def assign(self, val: set, ids: set, dst: tuple) -> None:
         """``dst = value``: the value flows there, and ``dst`` may be the object it is."""
@@ -80,14 +124,43 @@ class ObjectFlow:
         for i in ids:
             self.alias(i, dst)
 
-    def fill(self, val: set, objs: set) -> None:
-        """Objects ``objs`` now hold (or may hold) what ``val`` reads."""
-        for v in val:
-            for o in objs:
-                self.edges[self.find(v)].add(o)
 
     def classes_named(self, name: str) -> list:
         return self.classes.get(name, [])
+
+    def dispatch(self, cls: ast.ClassDef, meth: str) -> list:
+        """The defs ``self.meth(...)`` may run in a method of ``cls``: ``cls``'s own or a
+        project base's (any of them, by name), or an override in a project subclass."""
+        found, todo, seen = [], [cls], set()
+        while todo:  # up: cls and its bases
+            c = todo.pop()
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            found += [n for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == meth]
+            todo += [b for base in c.bases for b in self.classes_named(_base_name(base))]
+        for subs in self.classes.values():  # down: every class that may derive from cls
+            for sub in subs:
+                if sub is not cls and self._may_derive(sub, cls, set()):
+                    found += [n for n in sub.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                              and n.name == meth]
+        return found
+
+    def _may_derive(self, sub: ast.ClassDef, cls: ast.ClassDef, seen: set) -> bool:
+        """``sub`` may be a subclass of ``cls``: a base named like it, a project class that may
+        derive from it, or a bare name that is no project class (`from m import PINN as Base`)."""
+        if id(sub) in seen:
+            return False
+        seen.add(id(sub))
+        for b in sub.bases:
+            name = _base_name(b)
+            if name == cls.name:
+                return True
+            if isinstance(b, ast.Name) and name != "object":
+                bases = self.classes_named(name)
+                if not bases or any(c is cls or self._may_derive(c, cls, seen) for c in bases):
+                    return True
+        return False
 
     def add_file(self, path: str, tree: ast.Module) -> None:
         """Index the file's classes and functions (every file first: a call binds to them)."""
@@ -110,6 +183,11 @@ class ObjectFlow:
                             if isinstance(n, ast.Name):
                                 self.attr_values[n.id].append(stmt.value if isinstance(stmt, ast.Assign) and t is n
                                                               and len(targets) == 1 else None)
+        # `m.G` with `m` an imported module reads or writes m's global `G`
+        imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                    if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        self.module_attrs |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and (
+            isinstance(n.value, ast.Name) and n.value.id in imported or isinstance(n.value, ast.Subscript))}
         methods = {id(fn) for defs in self.methods.values() for fn in defs}
         simple = {id(n.targets[0]) for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1}
         callees = set()
@@ -142,7 +220,16 @@ class ObjectFlow:
 
     def finish(self) -> None:
         """Parameters of functions called from where the flow cannot see (a function used as a
-        value, a decorated one, a lambda) may receive anything."""
+        value, a decorated one, a lambda) may receive anything; a namespace view filled with a
+        value (`globals()[k] = v`, `d = vars(obj); d[k] = v`) writes attributes no one can name."""
+        for name in self.module_attrs:
+            self.alias(("global", name), ("attr", name))
+        views = self.find(ANY_OBJECT)
+        inside = {views, self.find(self.elem(ANY_OBJECT))}
+        for objs, what in self.puts:
+            if any(self.find(o) in inside for o in objs):
+                self.dynamic = True
+                break
         for table in (self.functions, self.methods):
             for name, defs in table.items():
                 for d in defs:
@@ -184,6 +271,10 @@ class ObjectFlow:
 
     def arg_sources(self, call: ast.Call, index: int) -> tuple[set, set]:
         return self.calls[id(call)][index]
+
+
+def _base_name(base: ast.AST) -> str:
+    return base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
 
 
 def _own_nodes(scope: ast.AST):

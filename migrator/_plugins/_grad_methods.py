@@ -134,18 +134,17 @@ def closed_method(rw, fn: cst.FunctionDef, call: cst.Call, source_params, source
     owner = flow.owner.get(id(node))
     if owner is None or not _closed(flow, owner, call.func.attr.value, seeds, set()):
         return None
-    return f"`{call.func.attr.value}` (a method of this class, overridden nowhere in the project) builds its " \
-           "result from its arguments, TF ops and attributes that no source reaches"
+    return f"`{call.func.attr.value}` (a method of this class, overridden in no subclass in the project) " \
+           "builds its result from its arguments, TF ops and attributes that no source reaches"
 
 
 def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -> bool:
-    path, cls = owner
-    pure = flow.pure.get(path, set())
-    defs = flow.methods.get(name, [])
-    if len(defs) != 1 or flow.owner.get(id(defs[0]), (None, None))[1] is not cls or name in seen:
-        return name in seen  # a recursive call adds nothing new; an override elsewhere may run instead
+    defs = flow.dispatch(owner[1], name)
+    if len(defs) != 1 or name in seen:
+        return name in seen  # a recursive call adds nothing new; an override in a subclass may run instead
     seen.add(name)
     fn = defs[0]
+    pure = flow.pure.get(flow.owner.get(id(fn), owner)[0], set())  # the names its own file imports
     if fn.decorator_list or not params_of(fn) or name.startswith("__"):
         return False
     me = params_of(fn)[0]
@@ -183,7 +182,7 @@ def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -
                 return False
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in callees:
             if n.id not in local and n.id not in BUILTINS and not n.id in pure and \
-                    not flow.clean([("attr", n.id)], seeds):
+                    not flow.clean([("global", n.id)], seeds):
                 return False  # a module global the sources reach
     return True
 
