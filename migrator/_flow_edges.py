@@ -4,48 +4,12 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Optional
 
+from migrator._flow_model import (
+    ANY_OBJECT, DYNAMIC, FILL_METHODS, GRAPH_STATE, META, NAMESPACES, PURE_BUILTINS, PURE_MODULES,
+    QUIET_MODULES, READ_METHODS, SESSION_MAKERS, SESSION_RUNS, STATE_READS, STATE_WRITES, TOP, VIEW_BUILTINS,
+    bindings, local_names, params_of,
+)
 from migrator.astwalk import import_aliases
-
-#: attributes that are metadata, never a tensor computed earlier
-META = frozenset({"shape", "dtype", "name", "ndim", "graph", "device"})
-#: module roots whose calls make new values and change none of their arguments
-_PURE_MODULES = frozenset({"tensorflow", "numpy", "math", "scipy"})
-#: libraries whose functions keep none of their arguments in another (plotting, files, timing)
-_QUIET_MODULES = frozenset({"matplotlib", "time", "os", "sys", "logging", "pyDOE", "pickle", "json", "datetime",
-                            "seaborn", "warnings", "argparse", "csv", "glob", "shutil", "random", "pprint"})
-#: calls that make a TF session, and what a session hands back: NumPy values, never a tensor,
-#: so nothing computed from them is on a gradient path (`u = sess.run(model.u_pred, feed)`)
-_SESSION_MAKERS = frozenset({"Session", "InteractiveSession", "MonitoredSession", "MonitoredTrainingSession",
-                             "SingularMonitoredSession", "get_default_session", "get_session"})
-_SESSION_RUNS = frozenset({"run", "partial_run"})
-#: builtins that neither keep nor change their arguments
-_PURE_BUILTINS = frozenset({
-    "len", "print", "isinstance", "hasattr", "str", "repr", "format", "int", "float", "bool", "abs", "min", "max",
-    "sum", "round", "range", "issubclass", "type", "id", "hash", "callable", "divmod", "pow", "open", "super"})
-#: builtins whose result holds their arguments (a view or a copy of the same elements)
-_VIEW_BUILTINS = frozenset({"list", "tuple", "zip", "enumerate", "sorted", "reversed", "iter", "next", "dict",
-                            "set", "frozenset", "map", "filter"})
-#: methods that change their receiver only (a list, dict or set filled in place)
-_FILL_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft"})
-#: calls that write attributes or variables named at run time: the flow cannot follow them
-DYNAMIC = frozenset({"setattr", "delattr", "exec", "eval", "__setattr__", "compile"})
-#: views of attributes or variables named at run time (`vars(args)`, `getattr(ax, name)`):
-#: reading them is fine; filling them writes attributes the flow cannot name
-NAMESPACES = frozenset({"globals", "locals", "vars", "__dict__", "__getattribute__"})
-#: methods that neither change their receiver nor keep their arguments
-_READ_METHODS = frozenset({"copy", "keys", "values", "items", "get", "format", "split", "join", "lower", "upper",
-                           "strip", "startswith", "endswith", "replace", "count", "index"})
-
-TOP = ("top",)  # values the flow cannot follow: always tainted
-ANY_OBJECT = ("any object",)  # what a namespace view may be: filling it makes the flow unusable
-
-
-#: TF calls that put a tensor into the graph's collections, and calls that read tensors back
-#: from the graph (a collection, a name): state, like an attribute every object shares
-_STATE_WRITES = frozenset({"add_to_collection", "add_to_collections"})
-STATE_READS = frozenset({"get_collection", "get_collection_ref", "get_tensor_by_name", "get_operation_by_name",
-                         "as_graph_element", "get_operations", "import_graph_def"})
-GRAPH_STATE = ("attr", "<graph state>")
 
 
 class FileEdges(ast.NodeVisitor):
@@ -54,8 +18,8 @@ class FileEdges(ast.NodeVisitor):
     def __init__(self, flow, path: str, tree: ast.Module) -> None:
         self.flow, self.path = flow, path
         imported = import_aliases(tree.body)
-        self.pure = {n for n, full in imported.items() if full.split(".")[0] in _PURE_MODULES}
-        self.quiet = {n for n, full in imported.items() if full.split(".")[0] in _QUIET_MODULES}
+        self.pure = {n for n, full in imported.items() if full.split(".")[0] in PURE_MODULES}
+        self.quiet = {n for n, full in imported.items() if full.split(".")[0] in QUIET_MODULES}
         # every name an import binds, anywhere: `helpers.stash(a, b)` is a function, not a method
         self.modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
                         if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
@@ -200,13 +164,13 @@ class FileEdges(ast.NodeVisitor):
         if name in NAMESPACES or name == "getattr" and not (c.args and self._module_attr(c.args[0])):
             return {TOP}, {ANY_OBJECT}  # any attribute of anything
         leaf = fn.attr if isinstance(fn, ast.Attribute) else None
-        if leaf in _STATE_WRITES:
+        if leaf in STATE_WRITES:
             f.put(arg_val, arg_ids, {GRAPH_STATE})
         if leaf in STATE_READS:
             arg_val = arg_val | {GRAPH_STATE}  # `tf.get_collection("cache")[0]`: a tensor stored earlier
-        if self._module_attr(fn) or name in _PURE_BUILTINS or self._module_attr(fn, self.quiet):
+        if self._module_attr(fn) or name in PURE_BUILTINS or self._module_attr(fn, self.quiet):
             return arg_val, set()  # tf.concat(...), np.dot(...), len(...), plt.plot(...): a new value
-        if name in _VIEW_BUILTINS:
+        if name in VIEW_BUILTINS:
             return arg_val, arg_ids
         recv = fn.value if isinstance(fn, ast.Attribute) else None
         if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super" \
@@ -242,9 +206,9 @@ class FileEdges(ast.NodeVisitor):
             return out_val, out_ids
         # a call the flow cannot follow: its result may be any argument, and, unless it only
         # fills its receiver, it may store any argument in any other
-        if recv is not None and fn.attr in _READ_METHODS:  # `d.get(k)`, `d.values()`, `lst.copy()`
+        if recv is not None and fn.attr in READ_METHODS:  # `d.get(k)`, `d.values()`, `lst.copy()`
             return out_val | arg_val | recv_val, out_ids | recv_ids | self.items(recv_ids)
-        if recv is not None and fn.attr in _FILL_METHODS:  # `lst.append(v)`, `lst.extend(vs)`
+        if recv is not None and fn.attr in FILL_METHODS:  # `lst.append(v)`, `lst.extend(vs)`
             f.put(arg_val, arg_ids | self.items(arg_ids), recv_ids)
             return out_val | arg_val | recv_val, out_ids | recv_ids | self.items(recv_ids)
         everything = arg_val | arg_ids | recv_val | recv_ids | fn_val
@@ -252,7 +216,7 @@ class FileEdges(ast.NodeVisitor):
             # a method of an object the flow cannot type: it may keep its arguments (fill its
             # receiver) and return any of them; library methods do not store one argument in
             # another (`sess.run(fetches, feed)`, `ax.plot(x, y)`)
-            if fn.attr in _SESSION_RUNS and self._session(recv):
+            if fn.attr in SESSION_RUNS and self._session(recv):
                 return set(), set()
             if fn.attr == "numpy" and not c.args and not c.keywords:
                 return set(), set()  # an eager tensor's NumPy value
@@ -268,14 +232,14 @@ class FileEdges(ast.NodeVisitor):
             while isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "as_default":
                 v = v.func.value  # `with tf.Session().as_default() as sess`
             return isinstance(v, ast.Call) and (v.func.attr if isinstance(v.func, ast.Attribute) else getattr(
-                v.func, "id", None)) in _SESSION_MAKERS
+                v.func, "id", None)) in SESSION_MAKERS
         if isinstance(e, ast.Call):
             return made(e)
         if isinstance(e, ast.Attribute):
             values = self.flow.attr_values.get(e.attr, [])
         elif isinstance(e, ast.Name):
             where = self.scope if self.scope is not None and e.id in self.names else self.module
-            values = _bindings(where, e.id)
+            values = bindings(where, e.id)
             if where is self.module:
                 values += self.flow.attr_values.get(e.id, []) if e.id in self.flow.attr_stores else []
         else:
@@ -296,7 +260,7 @@ class FileEdges(ast.NodeVisitor):
         where = self.scope if self.scope is not None and recv.id in self.names else self.module
         if where is self.module and recv.id in self.flow.attr_stores:
             return False  # `other.m = Lib()` elsewhere: another object's method may run
-        values = _bindings(where, recv.id)
+        values = bindings(where, recv.id)
         classes = [v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
                    and v.func.id not in self.names and v.func.id in self.project_classes]
         return bool(values) and len(classes) == len(values) and all(
@@ -472,57 +436,3 @@ class FileEdges(ast.NodeVisitor):
                     self.visit(stmt)
             elif isinstance(child, (ast.match_case,)):
                 self.flow.dynamic = True  # captures bind names the flow does not follow
-
-
-def _bindings(scope: ast.AST, name: str) -> list:
-    """Every value bound to ``name`` in ``scope`` (None for a binding that is not ``name = value``:
-    a parameter, a ``for`` target, an import, a tuple target, ``global``)."""
-    out: list = [None] if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name in params_of(scope) \
-        else []
-    simple = set()
-    for n in ast.walk(scope):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
-                and n.targets[0].id == name:
-            out.append(n.value)
-            simple.add(id(n.targets[0]))
-        elif isinstance(n, (ast.With, ast.AsyncWith)):
-            for item in n.items:
-                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
-                    out.append(item.context_expr)  # `with tf.Session() as sess`
-                    simple.add(id(item.optional_vars))
-    for n in ast.walk(scope):
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in simple:
-            out.append(None)
-        elif isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
-            out.append(None)
-        elif isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name).split(".")[0] == name
-                                                                  for a in n.names):
-            out.append(None)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
-            out.append(None)
-    return out
-
-
-def params_of(fn) -> list:
-    a = fn.args
-    return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs + ([a.vararg] if a.vararg else [])
-            + ([a.kwarg] if a.kwarg else [])]
-
-
-def local_names(fn) -> set:
-    """Every name a function binds, nested functions, lambdas and comprehensions included."""
-    out = set(params_of(fn))
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            out.add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fn:
-            out.add(n.name)
-            if not isinstance(n, ast.ClassDef):
-                out |= set(params_of(n))
-        elif isinstance(n, ast.Lambda):
-            out |= {p.arg for p in n.args.args + n.args.posonlyargs + n.args.kwonlyargs}
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            out.add(n.name)
-    return out

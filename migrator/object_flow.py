@@ -28,7 +28,8 @@ import ast
 from collections import defaultdict
 from typing import Iterable, Optional
 
-from migrator._flow_edges import ANY_OBJECT, META, TOP, FileEdges, local_names, params_of
+from migrator._flow_edges import FileEdges
+from migrator._flow_model import ANY_OBJECT, META, TOP, local_names, params_of
 
 __all__ = ["META", "ObjectFlow", "flow_for", "local_names", "params_of"]
 

@@ -8,7 +8,6 @@ refused (left byte-identical, reported manual)."""
 from __future__ import annotations
 
 import ast
-import os
 
 import pytest
 

@@ -17,7 +17,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS
 from migrator._plugins._grad_callers import Signature, Verdict, dependent_caller
-from migrator._flow_edges import STATE_READS
+from migrator._flow_model import STATE_READS
 from migrator.object_flow import META, ObjectFlow, flow_for, local_names, params_of
 from migrator.project_calls import self_calls
 

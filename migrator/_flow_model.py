@@ -1,0 +1,101 @@
+"""What the value flow (:mod:`migrator.object_flow`) knows about Python and the libraries
+TF1 code calls: which calls make new values, which keep or fill their arguments, which
+reach names computed at run time; and how names are bound in a scope."""
+from __future__ import annotations
+
+import ast
+
+#: attributes that are metadata, never a tensor computed earlier
+META = frozenset({"shape", "dtype", "name", "ndim", "graph", "device"})
+#: module roots whose calls make new values and change none of their arguments
+PURE_MODULES = frozenset({"tensorflow", "numpy", "math", "scipy"})
+#: libraries whose functions keep none of their arguments in another (plotting, files, timing)
+QUIET_MODULES = frozenset({"matplotlib", "time", "os", "sys", "logging", "pyDOE", "pickle", "json", "datetime",
+                            "seaborn", "warnings", "argparse", "csv", "glob", "shutil", "random", "pprint"})
+#: calls that make a TF session, and what a session hands back: NumPy values, never a tensor,
+#: so nothing computed from them is on a gradient path (`u = sess.run(model.u_pred, feed)`)
+SESSION_MAKERS = frozenset({"Session", "InteractiveSession", "MonitoredSession", "MonitoredTrainingSession",
+                             "SingularMonitoredSession", "get_default_session", "get_session"})
+SESSION_RUNS = frozenset({"run", "partial_run"})
+#: builtins that neither keep nor change their arguments
+PURE_BUILTINS = frozenset({
+    "len", "print", "isinstance", "hasattr", "str", "repr", "format", "int", "float", "bool", "abs", "min", "max",
+    "sum", "round", "range", "issubclass", "type", "id", "hash", "callable", "divmod", "pow", "open", "super"})
+#: builtins whose result holds their arguments (a view or a copy of the same elements)
+VIEW_BUILTINS = frozenset({"list", "tuple", "zip", "enumerate", "sorted", "reversed", "iter", "next", "dict",
+                            "set", "frozenset", "map", "filter"})
+#: methods that change their receiver only (a list, dict or set filled in place)
+FILL_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft"})
+#: calls that write attributes or variables named at run time: the flow cannot follow them
+DYNAMIC = frozenset({"setattr", "delattr", "exec", "eval", "__setattr__", "compile"})
+#: views of attributes or variables named at run time (`vars(args)`, `getattr(ax, name)`):
+#: reading them is fine; filling them writes attributes the flow cannot name
+NAMESPACES = frozenset({"globals", "locals", "vars", "__dict__", "__getattribute__"})
+#: methods that neither change their receiver nor keep their arguments
+READ_METHODS = frozenset({"copy", "keys", "values", "items", "get", "format", "split", "join", "lower", "upper",
+                           "strip", "startswith", "endswith", "replace", "count", "index"})
+
+TOP = ("top",)  # values the flow cannot follow: always tainted
+ANY_OBJECT = ("any object",)  # what a namespace view may be: filling it makes the flow unusable
+
+
+#: TF calls that put a tensor into the graph's collections, and calls that read tensors back
+#: from the graph (a collection, a name): state, like an attribute every object shares
+STATE_WRITES = frozenset({"add_to_collection", "add_to_collections"})
+STATE_READS = frozenset({"get_collection", "get_collection_ref", "get_tensor_by_name", "get_operation_by_name",
+                         "as_graph_element", "get_operations", "import_graph_def"})
+GRAPH_STATE = ("attr", "<graph state>")
+
+
+def bindings(scope: ast.AST, name: str) -> list:
+    """Every value bound to ``name`` in ``scope`` (None for a binding that is not ``name = value``:
+    a parameter, a ``for`` target, an import, a tuple target, ``global``)."""
+    out: list = [None] if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name in params_of(scope) \
+        else []
+    simple = set()
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                and n.targets[0].id == name:
+            out.append(n.value)
+            simple.add(id(n.targets[0]))
+        elif isinstance(n, (ast.With, ast.AsyncWith)):
+            for item in n.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
+                    out.append(item.context_expr)  # `with tf.Session() as sess`
+                    simple.add(id(item.optional_vars))
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in simple:
+            out.append(None)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            out.append(None)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name).split(".")[0] == name
+                                                                  for a in n.names):
+            out.append(None)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            out.append(None)
+    return out
+
+
+def params_of(fn) -> list:
+    a = fn.args
+    return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs + ([a.vararg] if a.vararg else [])
+            + ([a.kwarg] if a.kwarg else [])]
+
+
+def local_names(fn) -> set:
+    """Every name a function binds, nested functions, lambdas and comprehensions included."""
+    out = set(params_of(fn))
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fn:
+            out.add(n.name)
+            if not isinstance(n, ast.ClassDef):
+                out |= set(params_of(n))
+        elif isinstance(n, ast.Lambda):
+            out |= {p.arg for p in n.args.args + n.args.posonlyargs + n.args.kwonlyargs}
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+    return out
