@@ -5,7 +5,7 @@ import ast
 from typing import Iterable, Optional
 
 from migrator._flow_model import (
-    ANY_OBJECT, DYNAMIC, FILL_METHODS, GRAPH_STATE, META, NAMESPACES, PURE_BUILTINS, PURE_MODULES,
+    ANY_ATTR, ANY_OBJECT, DYNAMIC, FILL_METHODS, GRAPH_STATE, META, NAMESPACES, PURE_BUILTINS, PURE_MODULES,
     QUIET_MODULES, READ_METHODS, SESSION_MAKERS, SESSION_RUNS, STATE_READS, STATE_WRITES, TOP, VIEW_BUILTINS,
     bindings, local_names, params_of,
 )
@@ -66,7 +66,7 @@ class FileEdges(ast.NodeVisitor):
             if e.attr in DYNAMIC:
                 f.dynamic = True
             if e.attr in NAMESPACES:
-                return {TOP}, {ANY_OBJECT}
+                return self.view(e.value)
             loc = ("attr", e.attr)
             return {loc} | base_val, {loc}
         if isinstance(e, ast.Subscript):
@@ -116,6 +116,13 @@ class FileEdges(ast.NodeVisitor):
                 val |= self.expr(child)[0]
         return val, set()
 
+    def view(self, obj: Optional[ast.AST]) -> tuple[set, set]:
+        """``getattr(obj, name)``, ``vars(obj)``, ``globals()``: any attribute (or global) of
+        ``obj``, and an object that filling writes attributes no one can name."""
+        val, ids = self.expr(obj) if obj is not None else ({TOP}, {TOP})
+        self.flow.views.append(ids)
+        return val | {ANY_ATTR}, {ANY_OBJECT}
+
     def container(self, e: ast.AST, parts: Iterable) -> tuple[set, set]:
         """A new list, tuple, set or dict holding ``parts`` (``[*xs]``: what ``xs`` holds)."""
         box = ("display", id(e))
@@ -162,7 +169,7 @@ class FileEdges(ast.NodeVisitor):
         if name in DYNAMIC or name == "__import__" or isinstance(fn, ast.Attribute) and fn.attr == "import_module":
             f.dynamic = True  # an attribute written by a name made at run time; a module found by name
         if name in NAMESPACES or name == "getattr" and not (c.args and self._module_attr(c.args[0])):
-            return {TOP}, {ANY_OBJECT}  # any attribute of anything
+            return self.view(c.args[0] if c.args and name in ("getattr", "vars") else None)
         leaf = fn.attr if isinstance(fn, ast.Attribute) else None
         if leaf in STATE_WRITES:
             f.put(arg_val, arg_ids, {GRAPH_STATE})
@@ -177,7 +184,7 @@ class FileEdges(ast.NodeVisitor):
                 and self.scope is not None and self.cls is not None and params_of(self.scope):
             recv = ast.Name(id=params_of(self.scope)[0], ctx=ast.Load())  # `super().m(...)` runs on self
         recv_val, recv_ids = self.expr(recv) if recv is not None else (set(), set())
-        fn_val = self.expr(fn)[0] if recv is None else set()
+        fn_val, fn_ids = self.expr(fn) if recv is None else (set(), {("attr", fn.attr)})
         out_val, out_ids = set(), set()
         if recv is not None:
             targets = [(d, True) for d in f.methods.get(fn.attr, [])]
@@ -206,6 +213,7 @@ class FileEdges(ast.NodeVisitor):
             return out_val, out_ids
         # a call the flow cannot follow: its result may be any argument, and, unless it only
         # fills its receiver, it may store any argument in any other
+        f.unknown_calls.append((fn_ids, arg_val | arg_ids))
         if recv is not None and fn.attr in READ_METHODS:  # `d.get(k)`, `d.values()`, `lst.copy()`
             return out_val | arg_val | recv_val, out_ids | recv_ids | self.items(recv_ids)
         if recv is not None and fn.attr in FILL_METHODS:  # `lst.append(v)`, `lst.extend(vs)`

@@ -37,6 +37,7 @@ READ_METHODS = frozenset({"copy", "keys", "values", "items", "get", "format", "s
 
 TOP = ("top",)  # values the flow cannot follow: always tainted
 ANY_OBJECT = ("any object",)  # what a namespace view may be: filling it makes the flow unusable
+ANY_ATTR = ("any attribute",)  # what reading one gives: every attribute's and global's values
 
 
 #: TF calls that put a tensor into the graph's collections, and calls that read tensors back

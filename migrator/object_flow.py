@@ -29,7 +29,9 @@ from collections import defaultdict
 from typing import Iterable, Optional
 
 from migrator._flow_edges import FileEdges
-from migrator._flow_model import ANY_OBJECT, META, TOP, local_names, params_of
+from migrator._flow_model import ANY_ATTR, ANY_OBJECT, META, TOP, local_names, params_of
+
+VIEW_ARGS = ("view args",)  # arguments of a call through a computed name: any function may get them
 
 __all__ = ["META", "ObjectFlow", "flow_for", "local_names", "params_of"]
 
@@ -47,6 +49,8 @@ class ObjectFlow:
         self.parent: dict = {}
         self.elems: dict = {}  # group -> the location of what its objects hold
         self.pending: dict = {}  # group -> items displays put in it, not yet taken out as one
+        self.views: list = []  # objects read by computed names (`getattr(obj, name)`)
+        self.unknown_calls: list = []  # (what the callee may be, what the arguments read) of calls not followed
         self.puts: list = []  # (objects, what was put in them): a namespace view filled is a computed write
         self.edges: dict = defaultdict(set)  # location -> locations its value flows to
         self.dynamic = False
@@ -209,10 +213,8 @@ class ObjectFlow:
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                         self.sites[node.func.attr].append((path, node, fn))
                     elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in callees \
-                            and isinstance(node.ctx, ast.Load):
+                            and isinstance(node.ctx, ast.Load) and not _of_module(node, imported):
                         self.value_refs.add(node.id if isinstance(node, ast.Name) else node.attr)
-                    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-                        self.value_refs.add(node.value)  # `getattr(obj, "net_f")`, `"net_f"` handed elsewhere
 
     def add_edges(self, path: str, tree: ast.Module) -> None:
         builder = FileEdges(self, path, tree)
@@ -225,6 +227,24 @@ class ObjectFlow:
         value (`globals()[k] = v`, `d = vars(obj); d[k] = v`) writes attributes no one can name."""
         for name in self.module_attrs:
             self.alias(("global", name), ("attr", name))
+        for loc in list(self.parent):  # what a view by computed name reads
+            if loc[0] in ("attr", "global"):
+                self.edges[self.find(loc)].add(ANY_ATTR)
+        # `getattr(self, "net_" + kind)(a, b)`: when the object may be a project instance (or
+        # unknown: `globals()`), any function may be the one called with these arguments
+        instances = {self.find(("var", id(d), params_of(d)[0])) for defs in self.methods.values() for d in defs
+                     if params_of(d)} | {self.find(TOP)}
+        views = self.find(ANY_OBJECT)
+        if any(self.find(i) in instances for ids in self.views for i in ids):
+            for callee, args in self.unknown_calls:
+                if any(self.find(c) == views for c in callee):
+                    for a in args:
+                        self.edges[self.find(a)].add(VIEW_ARGS)
+        for table in (self.functions, self.methods):
+            for defs in table.values():
+                for d in defs:
+                    for p in params_of(d)[1 if table is self.methods else 0:]:
+                        self.edges[self.find(VIEW_ARGS)].add(("var", id(d), p))
         views = self.find(ANY_OBJECT)
         inside = {views, self.find(self.elem(ANY_OBJECT))}
         for objs, what in self.puts:
@@ -272,6 +292,15 @@ class ObjectFlow:
 
     def arg_sources(self, call: ast.Call, index: int) -> tuple[set, set]:
         return self.calls[id(call)][index]
+
+
+def _of_module(node: ast.AST, modules: set) -> bool:
+    """``tf.train`` in ``tf.train.AdamOptimizer``: a module's attribute, not a project name."""
+    if not isinstance(node, ast.Attribute):
+        return False
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in modules
 
 
 def _base_name(base: ast.AST) -> str:

@@ -200,3 +200,12 @@ def test_same_named_classes_in_other_scripts_do_not_override(tmp_path):
 def test_a_subclass_through_an_import_alias_may_override(tmp_path):
     sub = "from pinn import PINN as Base\n\n\nclass Cached(Base):\n    def net_u(self, x, t):\n        return self.u_pred\n"
     assert all(s.status == MANUAL for s in run(tmp_path, other=sub))
+
+
+def test_a_method_called_by_a_computed_name_may_get_its_arguments(tmp_path):
+    # `getattr(self, "net_" + kind)(x, x * 2)` may be `net_f`: its parameters are not independent
+    sites = run(tmp_path, init="kind = 'f'\n        self.g = getattr(self, 'net_' + kind)(self.x_tf, self.x_tf * 2.0)")
+    assert sites[1].status == MANUAL
+    # a library object's attribute by computed name calls no project method
+    sites = run(tmp_path, module="\n\ndef limits(ax, dim, lims):\n    getattr(ax, 'set_' + dim + 'lim')(lims)\n")
+    assert [s.status for s in sites] == [MIGRATED, MIGRATED]
