@@ -6,7 +6,8 @@ from typing import Iterable, Optional
 
 from migrator._flow_model import (
     ANY_ATTR, ANY_OBJECT, DYNAMIC, FILL_METHODS, GRAPH_STATE, META, NAMESPACES, PURE_BUILTINS, PURE_MODULES,
-    QUIET_MODULES, READ_METHODS, SESSION_MAKERS, SESSION_RUNS, STATE_READS, STATE_WRITES, TOP, VIEW_BUILTINS,
+    QUIET_MODULES, READ_METHODS, SESSION_MAKERS, SESSION_RUNS, STATE_WRITES, TOP, VIEW_BUILTINS,
+    BY_NAME, GRAPH_LOOKUPS, VARIABLE_LOOKUPS, VARIABLE_MAKERS, VARIABLES,
     bindings, local_names, params_of,
 )
 from migrator.astwalk import import_aliases
@@ -29,6 +30,7 @@ class FileEdges(ast.NodeVisitor):
         self.names: set = set()  # names local to that function
         self.globals: set = set()
         self.module = tree
+        self.callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         # class names bound here to a project class: defined here, or imported from the file defining it
         self.project_classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
         for n in tree.body:
@@ -57,6 +59,8 @@ class FileEdges(ast.NodeVisitor):
         if isinstance(e, ast.Name):
             if e.id in self.pure and e.id not in self.names:
                 return set(), set()
+            if e.id in BY_NAME and e.id not in self.names and id(e) not in self.callees:
+                f.dynamic = True  # `fetch = getattr`: calls of it read attributes by computed names
             loc = self.var(e.id)
             return {loc}, {loc}
         if isinstance(e, ast.Attribute):
@@ -68,10 +72,10 @@ class FileEdges(ast.NodeVisitor):
             if e.attr in NAMESPACES:
                 return self.view(e.value)
             loc = ("attr", e.attr)
-            return {loc} | base_val, {loc}
+            return {loc, ("dunder", "attr")} | base_val, {loc}
         if isinstance(e, ast.Subscript):
             val, ids = self.expr(e.value)
-            return val | self.expr(e.slice)[0], self.items(ids)
+            return val | self.expr(e.slice)[0] | {("dunder", "item")}, self.items(ids)
         if isinstance(e, ast.Call):
             return self.call(e)
         if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
@@ -99,7 +103,7 @@ class FileEdges(ast.NodeVisitor):
         if isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             for g in e.generators:
                 val, ids = self.expr(g.iter)
-                self.store(g.target, val, self.items(ids))
+                self.store(g.target, val | {("dunder", "iter")}, self.items(ids))
                 for cond in g.ifs:
                     self.expr(cond)
             parts = [e.key, e.value] if isinstance(e, ast.DictComp) else [e.elt]
@@ -110,11 +114,31 @@ class FileEdges(ast.NodeVisitor):
                 f.assign(val, ids, ("ret", id(self.current)))
             return val, ids
         # arithmetic, comparisons, f-strings, slices: a new value from the parts
-        val: set = set()
+        val: set = {("dunder", "ops")} if isinstance(e, (ast.BinOp, ast.UnaryOp, ast.Compare)) else set()
         for child in ast.iter_child_nodes(e):
             if isinstance(child, ast.expr):
                 val |= self.expr(child)[0]
         return val, set()
+
+    def reads(self, e: ast.AST) -> Optional[set]:
+        """What an argument is made of: the variables and attributes it reads (not the objects
+        they are read from: `self.t_tf` is `.t_tf`, not `self`), through TF calls and
+        arithmetic; None when it calls code the flow must follow (use its whole value)."""
+        out: set = set()
+        bases = {id(n.value) for n in ast.walk(e) if isinstance(n, ast.Attribute)}
+        for n in ast.walk(e):
+            if isinstance(n, ast.Call) and not (self._module_attr(n.func) or isinstance(n.func, ast.Name)
+                                                and n.func.id in PURE_BUILTINS and n.func.id not in self.names):
+                return None
+            if isinstance(n, (ast.Lambda, ast.NamedExpr, ast.Yield, ast.Await)):
+                return None
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr not in META \
+                    and not self._module_attr(n.value):
+                out.add(("attr", n.attr))
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in bases \
+                    and not (n.id in self.pure and n.id not in self.names):
+                out.add(self.var(n.id))
+        return out
 
     def view(self, obj: Optional[ast.AST]) -> tuple[set, set]:
         """``getattr(obj, name)``, ``vars(obj)``, ``globals()``: any attribute (or global) of
@@ -159,6 +183,7 @@ class FileEdges(ast.NodeVisitor):
         kws = [k.arg for k in c.keywords]
         evaluated = [self.expr(a) for a, _ in args] + [self.expr(k.value) for k in c.keywords]
         f.calls[id(c)] = evaluated
+        f.arg_reads[id(c)] = [self.reads(a) for a, _ in args] + [self.reads(k.value) for k in c.keywords]
         arg_val = set().union(*(v for v, _ in evaluated)) if evaluated else set()
         arg_ids = set().union(*(i for _, i in evaluated)) if evaluated else set()
         name = fn.id if isinstance(fn, ast.Name) and fn.id not in self.names else None
@@ -173,8 +198,17 @@ class FileEdges(ast.NodeVisitor):
         leaf = fn.attr if isinstance(fn, ast.Attribute) else None
         if leaf in STATE_WRITES:
             f.put(arg_val, arg_ids, {GRAPH_STATE})
-        if leaf in STATE_READS:
-            arg_val = arg_val | {GRAPH_STATE}  # `tf.get_collection("cache")[0]`: a tensor stored earlier
+        if leaf in GRAPH_LOOKUPS:
+            return {TOP}, set()  # any tensor of the graph, by name or by collection
+        if leaf in VARIABLE_LOOKUPS:
+            f.variable_lookups = True  # any variable: `tf.trainable_variables()[-1]`, `get_variable(reuse=...)`
+            return arg_val | {VARIABLES}, {VARIABLES}
+        if leaf in VARIABLE_MAKERS and self._module_attr(fn):
+            made = ("variable", id(c))
+            f.variables.append(made)
+            return arg_val | {made}, {made}
+        if leaf in ("attrgetter", "methodcaller") or name == "type" and len(c.args) == 3:
+            f.dynamic = True  # attributes read, or a class built, by names made at run time
         if self._module_attr(fn) or name in PURE_BUILTINS or self._module_attr(fn, self.quiet):
             return arg_val, set()  # tf.concat(...), np.dot(...), len(...), plt.plot(...): a new value
         if name in VIEW_BUILTINS:
@@ -214,6 +248,7 @@ class FileEdges(ast.NodeVisitor):
         # a call the flow cannot follow: its result may be any argument, and, unless it only
         # fills its receiver, it may store any argument in any other
         f.unknown_calls.append((fn_ids, arg_val | arg_ids))
+        out_val |= {("dunder", "call")}
         if recv is not None and fn.attr in READ_METHODS:  # `d.get(k)`, `d.values()`, `lst.copy()`
             return out_val | arg_val | recv_val, out_ids | recv_ids | self.items(recv_ids)
         if recv is not None and fn.attr in FILL_METHODS:  # `lst.append(v)`, `lst.extend(vs)`
@@ -258,7 +293,7 @@ class FileEdges(ast.NodeVisitor):
         """``self.meth(...)`` where this class (or a project base of it) defines ``meth``, or
         ``m.meth(...)`` where every binding of ``m`` is a constructor call of such a class: no
         library method can run instead (a subclass's can: it is among the targets too)."""
-        if not isinstance(recv, ast.Name):
+        if not isinstance(recv, ast.Name) or self.flow.replaced(meth):
             return False
         params = params_of(self.scope) if self.scope is not None else []
         if self.cls is not None and params and recv.id == params[0]:
@@ -292,6 +327,8 @@ class FileEdges(ast.NodeVisitor):
         a = d.args
         params = [p.arg for p in a.posonlyargs + a.args]
         scope = id(d)
+        if any(isinstance(x, ast.Name) and x.id == "staticmethod" for x in d.decorator_list):
+            bound = False  # `self.nn(X, W)` of a staticmethod: X is its first parameter
         if bound and params:
             f.assign(recv_val, recv_ids, ("var", scope, params[0]))
             params = params[1:]
@@ -402,7 +439,7 @@ class FileEdges(ast.NodeVisitor):
 
     def visit_For(self, node) -> None:
         val, ids = self.expr(node.iter)
-        self.store(node.target, val, self.items(ids))
+        self.store(node.target, val | {("dunder", "iter")}, self.items(ids))
         for stmt in node.body + node.orelse:
             self.visit(stmt)
 
@@ -412,7 +449,7 @@ class FileEdges(ast.NodeVisitor):
         for item in node.items:
             val, ids = self.expr(item.context_expr)
             if item.optional_vars is not None:
-                self.store(item.optional_vars, val, ids)
+                self.store(item.optional_vars, val | {("dunder", "enter")}, ids)
         for stmt in node.body:
             self.visit(stmt)
 
@@ -425,10 +462,12 @@ class FileEdges(ast.NodeVisitor):
         pass  # nested functions share the outer function's names already
 
     def visit_Import(self, node) -> None:
-        pass  # a module object: no tensor
+        pass  # a module object: no tensor (its globals are reached through `m.G`)
 
     def visit_ImportFrom(self, node) -> None:
-        pass  # a project module's `X` is every module's `X` (("attr", X)) already
+        for a in node.names:  # `from cfg import T as TT`, or inside a function: the global `T`
+            if a.name != "*":
+                self.flow.alias(self.var(a.asname or a.name), ("global", a.name))
 
     def visit_Expr(self, node) -> None:
         self.expr(node.value)

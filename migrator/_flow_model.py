@@ -4,6 +4,7 @@ reach names computed at run time; and how names are bound in a scope."""
 from __future__ import annotations
 
 import ast
+import re
 
 #: attributes that are metadata, never a tensor computed earlier
 META = frozenset({"shape", "dtype", "name", "ndim", "graph", "device"})
@@ -43,9 +44,32 @@ ANY_ATTR = ("any attribute",)  # what reading one gives: every attribute's and g
 #: TF calls that put a tensor into the graph's collections, and calls that read tensors back
 #: from the graph (a collection, a name): state, like an attribute every object shares
 STATE_WRITES = frozenset({"add_to_collection", "add_to_collections"})
-STATE_READS = frozenset({"get_collection", "get_collection_ref", "get_tensor_by_name", "get_operation_by_name",
-                         "as_graph_element", "get_operations", "import_graph_def"})
+#: lookups that may hand back any tensor or op of the graph, a source included
+GRAPH_LOOKUPS = frozenset({"get_collection", "get_collection_ref", "get_tensor_by_name", "get_operation_by_name",
+                           "as_graph_element", "get_operations", "import_graph_def", "get_all_collection_keys"})
+#: lookups that may hand back any variable (`tf.trainable_variables()[-1]` may be a source)
+VARIABLE_LOOKUPS = frozenset({"trainable_variables", "global_variables", "all_variables", "local_variables",
+                              "model_variables", "moving_average_variables", "get_variable", "get_local_variable"})
+VARIABLE_MAKERS = frozenset({"Variable", "get_variable", "get_local_variable", "VariableV1", "ResourceVariable"})
+STATE_READS = GRAPH_LOOKUPS | VARIABLE_LOOKUPS
 GRAPH_STATE = ("attr", "<graph state>")
+VARIABLES = ("variables",)  # every variable the program makes, when some code looks variables up
+#: names that reach attributes by a name made at run time when used at all (`fetch = getattr`)
+BY_NAME = frozenset({"getattr", "setattr", "delattr", "vars", "globals", "locals", "attrgetter", "methodcaller",
+                     "__import__", "exec", "eval"})
+#: protocol methods Python calls without a call in the source; what they return reaches
+#: `obj[k]`, `for e in obj`, `with obj as v`, `obj.missing`, `obj(...)`, `a + b`
+DUNDERS = {
+    "__getitem__": "item", "__missing__": "item", "__iter__": "iter", "__next__": "iter", "__enter__": "enter",
+    "__aenter__": "enter", "__getattr__": "attr", "__getattribute__": "attr", "__get__": "attr", "__call__": "call",
+}
+ARITHMETIC_DUNDER = re.compile(r"^__(r|i)?(add|sub|mul|matmul|truediv|floordiv|mod|pow|neg|pos|abs|and|or|xor|"
+                               r"lshift|rshift|invert|getslice|round|float|int|index)__$")
+
+
+def dunder_kind(name: str):
+    """``"item"``, ``"iter"``, ... for a protocol method, ``"ops"`` for an operator; else None."""
+    return DUNDERS.get(name) or ("ops" if ARITHMETIC_DUNDER.match(name) else None)
 
 
 def bindings(scope: ast.AST, name: str) -> list:

@@ -29,7 +29,9 @@ from collections import defaultdict
 from typing import Iterable, Optional
 
 from migrator._flow_edges import FileEdges
-from migrator._flow_model import ANY_ATTR, ANY_OBJECT, META, TOP, local_names, params_of
+from migrator._flow_model import (
+    ANY_ATTR, ANY_OBJECT, META, TOP, VARIABLES, dunder_kind, local_names, params_of,
+)
 
 VIEW_ARGS = ("view args",)  # arguments of a call through a computed name: any function may get them
 
@@ -49,12 +51,16 @@ class ObjectFlow:
         self.parent: dict = {}
         self.elems: dict = {}  # group -> the location of what its objects hold
         self.pending: dict = {}  # group -> items displays put in it, not yet taken out as one
+        self.variables: list = []  # the locations of variables the program makes
+        self.variable_lookups = False  # some code looks variables up (`tf.trainable_variables()`)
+        self.rebound_methods: set = set()  # bound in a class other than by one plain def in its body
         self.views: list = []  # objects read by computed names (`getattr(obj, name)`)
         self.unknown_calls: list = []  # (what the callee may be, what the arguments read) of calls not followed
         self.puts: list = []  # (objects, what was put in them): a namespace view filled is a computed write
         self.edges: dict = defaultdict(set)  # location -> locations its value flows to
         self.dynamic = False
         self.calls: dict = {}  # id(ast.Call) -> [(value sources, objects)] per argument
+        self.arg_reads: dict = {}  # id(ast.Call) -> what each argument is made of (None: its whole value)
         self.value_refs: set = set()  # names and attributes read other than as a call's callee
         self.rebound: dict = {}  # id(function) -> names it rebinds
         self.functions: dict = defaultdict(list)  # name -> module-level defs
@@ -173,6 +179,7 @@ class ObjectFlow:
             if isinstance(node, ast.ClassDef):
                 self.classes[node.name].append(node)
                 self.class_paths[node.name].add(path)
+                self.rebound_methods |= _rebound_in_class(node)
                 for fn in node.body:
                     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         self.methods[fn.name].append(fn)
@@ -254,13 +261,19 @@ class ObjectFlow:
         for table in (self.functions, self.methods):
             for name, defs in table.items():
                 for d in defs:
-                    if name in self.value_refs or d.decorator_list:
+                    kind = dunder_kind(name) if table is self.methods else None
+                    if kind:  # Python calls it from `obj[k]`, `for e in obj`, `a + b`, ...
+                        self.edges[self.find(("ret", id(d)))].add(("dunder", kind))
+                    known = [x for x in d.decorator_list if _decorator(x) not in _PLAIN_DECORATORS]
+                    if name in self.value_refs or known or kind or d.decorator_list and table is self.functions:
                         params = params_of(d)
-                        keep_self = table is self.methods and all(
-                            isinstance(x, ast.Name) and x.id == "property" or isinstance(x, ast.Attribute)
-                            and x.attr in ("setter", "getter") for x in d.decorator_list)
+                        keep_self = table is self.methods and not any(_decorator(x) == "staticmethod"
+                                                                      for x in d.decorator_list)
                         for p in params[1:] if keep_self else params:
                             self.assign({TOP}, set(), ("var", id(d), p))
+        if self.variable_lookups:  # any variable may be the one a lookup hands back
+            for made in self.variables:
+                self.alias(made, VARIABLES)
 
     # -- questions ------------------------------------------------------------
     def tainted(self, seeds: Iterable[tuple]) -> frozenset:
@@ -281,17 +294,54 @@ class ObjectFlow:
         bad = self.tainted(seeds)
         return not any(self.find(loc) in bad for loc in locs)
 
+    def replaced(self, name: str) -> bool:
+        """Method ``name`` may be bound other than by its def: assigned as an attribute
+        (`PINN.net_u = f`, `model.net_u = f`), in a class body (`net_u = lambda ...`, a def
+        under `if`), or in a class a decorator may change."""
+        return name in self.rebound_methods or name in self.attr_stores
+
     def method_callers(self, fn: ast.AST) -> Optional[list]:
         """Every call that may run method ``fn``: each ``X.name(...)`` in the project, whatever
         ``X`` is.  None when ``name`` is also used other than as a callee (``f = self.m``,
-        ``getattr(obj, "m")``, ``partial(self.m)``), or for ``__init__`` (``cls(...)``, a
-        subclass's constructor)."""
-        if fn.name.startswith("__") or fn.name in self.value_refs or fn.decorator_list:
+        ``getattr(obj, "m")``, ``partial(self.m)``), called through a class (``PINN.m(obj,
+        ...)``: the arguments shift), replaced, or for ``__init__`` (``cls(...)``, a subclass's
+        constructor)."""
+        if fn.name.startswith("__") or fn.name in self.value_refs or fn.decorator_list or self.replaced(fn.name):
+            return None
+        if any(isinstance(c.func.value, ast.Name) and c.func.value.id in self.classes
+               for _p, c, _s in self.sites.get(fn.name, [])):
             return None
         return sorted(self.sites.get(fn.name, []), key=lambda site: (site[0], site[1].lineno, site[1].col_offset))
 
     def arg_sources(self, call: ast.Call, index: int) -> tuple[set, set]:
         return self.calls[id(call)][index]
+
+
+def _rebound_in_class(cls: ast.ClassDef) -> set:
+    """Names a class body binds other than by a plain def directly in it: assignments
+    anywhere in the body, defs under `if`/`try`; every method of a decorated class."""
+    out = set()
+    if cls.decorator_list:
+        out |= {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    todo = [(stmt, True) for stmt in cls.body]
+    while todo:
+        node, direct = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if not direct:
+                out.add(node.name)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        todo += [(child, False) for child in ast.iter_child_nodes(node)]
+    return out
+
+
+#: method decorators that change neither the arguments nor who calls the method
+_PLAIN_DECORATORS = frozenset({"property", "setter", "getter", "deleter", "staticmethod", "classmethod"})
+
+
+def _decorator(x: ast.AST) -> str:
+    return x.attr if isinstance(x, ast.Attribute) else x.id if isinstance(x, ast.Name) else ""
 
 
 def _of_module(node: ast.AST, modules: set) -> bool:

@@ -54,10 +54,9 @@ def method_verdict(rw, fn: cst.FunctionDef, param: str, source_params: list, sou
     if found is None or fn.name.value == "__init__":
         return None
     flow, node = found
-    seeds = _seeds(node, source_params, source_keys)
+    seeds = _seeds(flow, node, source_params, source_keys)
     callers = flow.method_callers(node)
-    if seeds is None or not callers or any(isinstance(c.func.value, ast.Name) and c.func.value.id in flow.classes
-                                           for _p, c, _s in callers):
+    if seeds is None or not callers:
         return None
     where = ", ".join(f"{os.path.basename(p)}:{c.lineno}" for p, c, _s in callers[:3]) + (
         ", ..." if len(callers) > 3 else "")
@@ -86,11 +85,27 @@ def method_flow(rw, fn: cst.FunctionDef) -> Optional[tuple[ObjectFlow, ast.Funct
     return flow, defs[0]
 
 
-def _seeds(node: ast.FunctionDef, source_params, source_keys) -> Optional[list]:
-    """Where the sources' values sit: a parameter, or an attribute of ``self``; None when a
-    source is something else (a local the block binds)."""
+def _seeds(flow: ObjectFlow, node: ast.FunctionDef, source_params, source_keys) -> Optional[list]:
+    """Where the sources' values sit: a parameter, and everything each call of the method
+    reads to make it (`tf.convert_to_tensor(self.t)` is `self.t`), or an attribute of
+    ``self``; None when a source is something else (a local the block binds), or a
+    parameter whose calls cannot all be listed."""
     me = params_of(node)[0]
+    params = [p for p in params_of(node)[1:]]
     seeds = [("var", id(node), p) for p in source_params if p != me]
+    if seeds:
+        callers = flow.method_callers(node)
+        if callers is None:
+            return None
+        for _path, call, _scope in callers:
+            found = flow.calls.get(id(call), [])
+            made_of = flow.arg_reads.get(id(call), [None] * len(found))
+            names = [None if isinstance(a, ast.Starred) else i for i, a in enumerate(call.args)] + [
+                k.arg for k in call.keywords]
+            for where, (val, ids), reads in zip(names, found, made_of):
+                if where is None or isinstance(where, int) and where >= len(params) or (
+                        isinstance(where, int) and params[where] in source_params or where in source_params):
+                    seeds += list(ids | (val if reads is None else reads))
     for key in source_keys:
         parts = key.split(".")
         if len(parts) == 1 and parts[0] in source_params:
@@ -110,7 +125,7 @@ def attribute_evidence(rw, fn: cst.FunctionDef, key: str, source_params, source_
         return None
     flow, node = found
     me, parts = params_of(node)[0], key.split(".")
-    seeds = _seeds(node, source_params, source_keys)
+    seeds = _seeds(flow, node, source_params, source_keys)
     if seeds is None or parts[0] != me or me in flow.rebound.get(id(node), ()) or any(p in META for p in parts):
         return None
     locs = [("var", id(node), me)] + [("attr", p) for p in parts[1:]]
@@ -127,7 +142,7 @@ def closed_method(rw, fn: cst.FunctionDef, call: cst.Call, source_params, source
     if found is None or not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
         return None
     flow, node = found
-    seeds = _seeds(node, source_params, source_keys)
+    seeds = _seeds(flow, node, source_params, source_keys)
     me = params_of(node)[0]
     if seeds is None or call.func.value.value != me or me in flow.rebound.get(id(node), ()):
         return None
@@ -140,8 +155,10 @@ def closed_method(rw, fn: cst.FunctionDef, call: cst.Call, source_params, source
 
 def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -> bool:
     defs = flow.dispatch(owner[1], name)
-    if len(defs) != 1 or name in seen:
-        return name in seen  # a recursive call adds nothing new; an override in a subclass may run instead
+    if len(defs) != 1 or name in seen or flow.replaced(name):
+        return name in seen  # a recursive call adds nothing new; an override or a replacement may run instead
+    if not seen and not flow.clean([("dunder", k) for k in ("item", "iter", "enter", "attr", "call", "ops")], seeds):
+        return False  # a project `__getitem__`, `__iter__`, ... may hand back a tensor from the sources
     seen.add(name)
     fn = defs[0]
     pure = flow.pure.get(flow.owner.get(id(fn), owner)[0], set())  # the names its own file imports
@@ -166,12 +183,18 @@ def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -
             if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me:
                 if not _closed(flow, owner, f.attr, seeds, seen):
                     return False
+            elif isinstance(f, ast.Name) and f.id in ("getattr", "hasattr") and f.id not in local:
+                literal = len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)
+                if not literal or not flow.clean([("attr", n.args[1].value)], seeds):
+                    return False  # `getattr(self, "cache")`: the attribute it names
             elif isinstance(f, ast.Name) and f.id in BUILTINS and f.id not in local and f.id not in flow.functions:
-                continue
-            elif not (isinstance(root, ast.Name) and root.id not in local and root.id in pure) and \
-                    not (isinstance(f, ast.Attribute) and isinstance(root, ast.Name) and root.id in local
-                         and root.id != me):
-                return False  # a helper, a layer object, `self.sess.run`: may hand back an older tensor
+                if f.id in ("vars", "globals", "locals", "eval", "exec", "__import__"):
+                    return False
+            elif isinstance(f, ast.Attribute) and isinstance(root, ast.Name) and root.id in local \
+                    and root.id != me and f.attr not in flow.methods:
+                continue  # a method of a local object made here, no project class's
+            elif not (isinstance(root, ast.Name) and root.id not in local and root.id in pure):
+                return False  # a helper, a layer object, `self.sess.run`, a project object's method
         elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and id(n) not in callees:
             root = n
             while isinstance(root, ast.Attribute):
