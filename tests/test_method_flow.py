@@ -101,6 +101,26 @@ REFUSED = {
     "a tensor kept in a graph collection": dict(
         init="tf.add_to_collection('c', self.x_tf * self.t_tf)",
         net_u="return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) * tf.get_collection('c')[0]"),
+    "getattr itself passed around": dict(
+        init="fetch = getattr\n        self.g = self.net_f(fetch(self, 't_tf') * 2.0, self.t_tf)"),
+    "a cached tensor read by getattr with its name": dict(
+        init="self.cache = self.x_tf * self.t_tf",
+        net_u="return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) + getattr(self, 'cache')"),
+    "a project object's method on a local": dict(
+        init="self.box = Box()\n        self.box.v = self.x_tf * self.t_tf",
+        net_u="b = self.box\n        return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) + b.get()",
+        module="\n\nclass Box:\n    def get(self):\n        return self.v\n"),
+    "a protocol method": dict(
+        init="self.box = Box(self.x_tf * self.t_tf)",
+        net_u="return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) + self.box[0]",
+        module="\n\nclass Box:\n    def __init__(self, v):\n        self.v = v\n\n"
+               "    def __getitem__(self, i):\n        return self.v\n"),
+    "a method replaced by an assignment to the class": dict(
+        init="self.cache = self.x_tf * self.t_tf",
+        module="\n\nPINN.net_u = lambda s, x, t: s.cache\n"),
+    "a method replaced by a lambda in a subclass": dict(
+        init="self.cache = self.x_tf * self.t_tf",
+        module="\n\nclass Sub(PINN):\n    net_u = lambda s, x, t: s.cache\n"),
     "an unbound call through the class": dict(module="\n\nPINN.net_f(object(), [[1.0]], [[1.0]])\n"),
 }
 
@@ -216,3 +236,38 @@ def test_a_method_called_by_a_computed_name_may_get_its_arguments(tmp_path):
     # a library object's attribute by computed name calls no project method
     sites = run(tmp_path, module="\n\ndef limits(ax, dim, lims):\n    getattr(ax, 'set_' + dim + 'lim')(lims)\n")
     assert [s.status for s in sites] == [MIGRATED, MIGRATED]
+
+
+def test_a_conditional_def_in_the_class_body_is_a_replacement(tmp_path):
+    src = PINN.replace("#INIT", "self.cache = self.x_tf * self.t_tf").replace("#MODULE", "").replace(
+        "    def net_f(self, x, t):", "    if True:\n        def net_u(self, x, t):\n            return self.cache\n\n"
+        "    def net_f(self, x, t):")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = write(tmp_path, "pinn.py", src)
+    (result,) = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options())).results
+    assert all(s.status == MANUAL for s in result.sites)
+
+
+@pytest.mark.parametrize("spelling", ["from cfg import T as TT\nX = TT * 2.0\n",
+                                      "def make_x():\n    from cfg import T\n    return T * 2.0\n\n\nX = make_x()\n"])
+def test_an_import_alias_is_the_same_global(tmp_path, spelling):
+    write(tmp_path, "cfg.py", "import tensorflow as tf\nT = tf.constant([[1.0]])\n")
+    write(tmp_path, "helper.py", "import tensorflow as tf\n" + spelling)
+    main = "from cfg import T\nfrom helper import X\n\nm = PINN([[1.0]], [[2.0]], [2, 1])\nf = m.net_f(X, T)\n"
+    sites = run(tmp_path, module="\n\n" + main)
+    assert sites[0].status == MANUAL  # d/dt misses the path through `x = 2 t`
+
+
+X_FROM_T = {
+    "a tensor found by name": dict(
+        init="self.x2 = tf.get_default_graph().get_tensor_by_name(self.t_tf.name) * 2.0\n"
+             "        self.g = self.net_f(self.x2, self.t_tf)"),
+    "a variable found in the variable list": dict(
+        init="self.x2 = tf.trainable_variables()[-1] * 2.0\n        self.g = self.net_f(self.x2, self.weights[-1])"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(X_FROM_T))
+def test_x_made_from_t_by_a_lookup_refuses_d_dt(tmp_path, name):
+    u_t, _u_x = run(tmp_path, **X_FROM_T[name])
+    assert u_t.status == MANUAL  # d/dt misses the path through `x`; d/dx is right either way
