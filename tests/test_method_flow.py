@@ -271,3 +271,13 @@ X_FROM_T = {
 def test_x_made_from_t_by_a_lookup_refuses_d_dt(tmp_path, name):
     u_t, _u_x = run(tmp_path, **X_FROM_T[name])
     assert u_t.status == MANUAL  # d/dt misses the path through `x`; d/dx is right either way
+
+
+def test_getattr_in_the_tape_reads_that_attribute(tmp_path):
+    src = PINN.replace("#INIT", "self.cache = self.x_tf * self.t_tf").replace("#MODULE", "").replace(
+        "        u = self.net_u(x, t)\n", "        u = self.net_u(x, t) + getattr(self, 'cache')\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = write(tmp_path, "pinn.py", src)
+    (result,) = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options())).results
+    assert all(s.status == MANUAL for s in result.sites)
+    assert "getattr(self, 'cache')" in result.sites[0].reason
