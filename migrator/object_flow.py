@@ -68,6 +68,7 @@ class ObjectFlow:
         self.inits: dict = defaultdict(list)  # class name -> its __init__ defs
         self.classes: dict = defaultdict(list)  # class name -> ClassDefs
         self.owner: dict = {}  # id(method def) -> (path, ClassDef)
+        self.function_paths: dict = {}  # id(function def) -> path
         self.sites: dict = defaultdict(list)  # method name -> [(path, call, function holding it)]
         self._taint: dict = {}
         self.pure: dict = {}  # path -> names bound to TF, NumPy, math, SciPy there
@@ -214,6 +215,7 @@ class ObjectFlow:
                 callees.add(id(node.func))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in methods:
                 self.functions[node.name].append(node)  # module-level or nested: called by name
+                self.function_paths[id(node)] = path
         for fn in ast.walk(tree):  # which method each call of `.m(...)` sits in (the callers of m)
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module, ast.ClassDef)):
                 for node in _own_nodes(fn):

@@ -281,3 +281,15 @@ def test_getattr_in_the_tape_reads_that_attribute(tmp_path):
     (result,) = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options())).results
     assert all(s.status == MANUAL for s in result.sites)
     assert "getattr(self, 'cache')" in result.sites[0].reason
+
+
+def test_a_module_function_the_taped_method_calls_is_followed(tmp_path):
+    # DeepHPMs: `u = neural_net(H, self.weights, self.biases)`, a module-level function
+    helper = "\n\ndef mlp(X, weights, biases):\n    H = X\n    for W, b in zip(weights[:-1], biases[:-1]):\n" \
+             "        H = tf.tanh(tf.matmul(H, W) + b)\n    return tf.matmul(H, weights[-1]) + biases[-1]\n"
+    net_u = "return mlp(tf.concat([x, t], 1), self.weights, self.biases)"
+    assert [s.status for s in run(tmp_path, net_u=net_u, module=helper)] == [MIGRATED, MIGRATED]
+    cached = helper.replace("    return tf.matmul(H, weights[-1]) + biases[-1]\n",
+                            "    return tf.matmul(H, weights[-1]) + biases[-1] + CACHE[0]\n") + "\n\nCACHE = []\n"
+    poisoned = "CACHE.append(self.x_tf * self.t_tf)"
+    assert all(s.status == MANUAL for s in run(tmp_path, init=poisoned, net_u=net_u, module=cached))

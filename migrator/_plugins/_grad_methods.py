@@ -18,6 +18,7 @@ import libcst as cst
 from migrator._plugins._dataflow import BUILTINS
 from migrator._plugins._grad_callers import Signature, Verdict, dependent_caller
 from migrator._flow_model import STATE_READS
+from migrator._flow_model import bindings
 from migrator.object_flow import META, ObjectFlow, flow_for, local_names, params_of
 from migrator.project_calls import self_calls
 
@@ -161,13 +162,37 @@ def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -
         return False  # a project `__getitem__`, `__iter__`, ... may hand back a tensor from the sources
     seen.add(name)
     fn = defs[0]
-    pure = flow.pure.get(flow.owner.get(id(fn), owner)[0], set())  # the names its own file imports
     if fn.decorator_list or not params_of(fn) or name.startswith("__"):
         return False
     me = params_of(fn)[0]
-    local = local_names(fn)
     if me in flow.rebound.get(id(fn), ()) or not flow.clean([("var", id(fn), me)], seeds):
         return False
+    return _closed_body(flow, fn, me, owner, seeds, seen)
+
+
+def _module_function(flow: ObjectFlow, method: ast.AST, name: str) -> Optional[ast.FunctionDef]:
+    """The module-level function ``name`` a method's body calls: defined once in its file,
+    bound nowhere else there, undecorated."""
+    path = flow.owner.get(id(method), (None,))[0] if id(method) in flow.owner else flow.function_paths.get(
+        id(method))
+    tree = flow.project.tree(path) if path is not None and flow.project is not None else None
+    if tree is None:
+        return None
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    if len(defs) != 1 or defs[0].decorator_list or len(bindings(tree, name)) != 1 or name in flow.value_refs:
+        return None
+    return defs[0]
+
+
+def _closed_body(flow: ObjectFlow, fn: ast.AST, me: Optional[str], owner: tuple, seeds: list, seen: set) -> bool:
+    """``fn``'s body reads only its parameters and locals, TF/NumPy, builtins, and attributes
+    and globals no source reaches, and calls only such code (``me``: its ``self``)."""
+    if id(fn) in seen:
+        return True
+    seen.add(id(fn))
+    pure = flow.pure.get(flow.owner.get(id(fn), owner)[0], set()) if id(fn) in flow.owner else \
+        flow.pure.get(flow.function_paths.get(id(fn)), set())
+    local = local_names(fn)
     callees = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
     for n in ast.walk(fn):
         if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Global,
@@ -180,7 +205,7 @@ def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -
                 root = root.value
             if isinstance(f, ast.Attribute) and f.attr in STATE_READS:
                 return False  # `tf.get_collection(...)`: tensors stored in the graph earlier
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me:
+            if me is not None and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me:
                 if not _closed(flow, owner, f.attr, seeds, seen):
                     return False
             elif isinstance(f, ast.Name) and f.id in ("getattr", "hasattr") and f.id not in local:
@@ -193,6 +218,9 @@ def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -
             elif isinstance(f, ast.Attribute) and isinstance(root, ast.Name) and root.id in local \
                     and root.id != me and f.attr not in flow.methods:
                 continue  # a method of a local object made here, no project class's
+            elif isinstance(f, ast.Name) and f.id not in local and _module_function(flow, fn, f.id) is not None:
+                if not _closed_body(flow, _module_function(flow, fn, f.id), None, owner, seeds, seen):
+                    return False
             elif not (isinstance(root, ast.Name) and root.id not in local and root.id in pure):
                 return False  # a helper, a layer object, `self.sess.run`, a project object's method
         elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and id(n) not in callees:
