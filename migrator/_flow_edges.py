@@ -214,8 +214,8 @@ class FileEdges(ast.NodeVisitor):
         if name in VIEW_BUILTINS:
             return arg_val, arg_ids
         recv = fn.value if isinstance(fn, ast.Attribute) else None
-        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super" \
-                and self.scope is not None and self.cls is not None and params_of(self.scope):
+        upward = isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super"
+        if upward and self.scope is not None and self.cls is not None and params_of(self.scope):
             recv = ast.Name(id=params_of(self.scope)[0], ctx=ast.Load())  # `super().m(...)` runs on self
         recv_val, recv_ids = self.expr(recv) if recv is not None else (set(), set())
         fn_val, fn_ids = self.expr(fn) if recv is None else (set(), {("attr", fn.attr)})
@@ -224,7 +224,8 @@ class FileEdges(ast.NodeVisitor):
             targets = [(d, True) for d in f.methods.get(fn.attr, [])]
             if isinstance(recv, ast.Name) and recv.id in f.classes:
                 targets = []  # `Class.m(obj, ...)`: the arguments shift; the call below covers it
-            only = bool(targets) and self._own_method(recv, fn.attr)
+            # `super().m(...)` runs a base's `m`, which may be any project def of that name, or a library's
+            only = bool(targets) and not upward and self._own_method(recv, fn.attr)
             if only and self.cls is not None and isinstance(recv, ast.Name) and self.scope is not None \
                     and recv.id == params_of(self.scope)[0]:
                 targets = [(d, True) for d in f.dispatch(self.cls, fn.attr)]  # not a same-named class elsewhere

@@ -293,3 +293,11 @@ def test_a_module_function_the_taped_method_calls_is_followed(tmp_path):
                             "    return tf.matmul(H, weights[-1]) + biases[-1] + CACHE[0]\n") + "\n\nCACHE = []\n"
     poisoned = "CACHE.append(self.x_tf * self.t_tf)"
     assert all(s.status == MANUAL for s in run(tmp_path, init=poisoned, net_u=net_u, module=cached))
+
+
+def test_a_base_constructor_reached_through_super_gets_its_arguments(tmp_path):
+    # the base stores what `super().__init__(...)` passes it: `self.cache` is computed from the sources
+    module = "\n\nclass Base:\n    def __init__(self, v):\n        self.cache = v * 2.0\n"
+    net_u = "return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) + self.cache"
+    sites = run(tmp_path, init="super().__init__(self.x_tf * self.t_tf)", net_u=net_u, module=module)
+    assert all(s.status == MANUAL for s in sites)
