@@ -11,8 +11,16 @@ META = frozenset({"shape", "dtype", "name", "ndim", "graph", "device"})
 #: module roots whose calls make new values and change none of their arguments
 PURE_MODULES = frozenset({"tensorflow", "numpy", "math", "scipy"})
 #: libraries whose functions keep none of their arguments in another (plotting, files, timing)
-QUIET_MODULES = frozenset({"matplotlib", "time", "os", "sys", "logging", "pyDOE", "pickle", "json", "datetime",
-                            "seaborn", "warnings", "argparse", "csv", "glob", "shutil", "random", "pprint"})
+QUIET_MODULES = frozenset({"matplotlib", "time", "os", "logging", "pyDOE", "datetime", "seaborn", "warnings",
+                           "csv", "glob", "shutil", "pprint"})
+#: NumPy functions that fill their first argument (an object array may hold tensors)
+NUMPY_FILLS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis", "at"})
+#: modules whose use means objects are reached other than by the program's names
+INTROSPECTION_MODULES = frozenset({"gc", "inspect", "ctypes", "importlib"})
+#: attributes that reach other parts of the graph from a tensor or a graph (`t.consumers()`,
+#: `t.op.inputs`, `g._nodes_by_name`): any tensor, a source's consumers included
+GRAPH_WALKS = frozenset({"consumers", "op", "outputs", "inputs", "control_inputs", "_consumers", "_nodes_by_name",
+                         "_nodes_by_id", "node_def", "_inputs", "_outputs"})
 #: calls that make a TF session, and what a session hands back: NumPy values, never a tensor,
 #: so nothing computed from them is on a gradient path (`u = sess.run(model.u_pred, feed)`)
 SESSION_MAKERS = frozenset({"Session", "InteractiveSession", "MonitoredSession", "MonitoredTrainingSession",
@@ -20,18 +28,21 @@ SESSION_MAKERS = frozenset({"Session", "InteractiveSession", "MonitoredSession",
 SESSION_RUNS = frozenset({"run", "partial_run"})
 #: builtins that neither keep nor change their arguments
 PURE_BUILTINS = frozenset({
-    "len", "print", "isinstance", "hasattr", "str", "repr", "format", "int", "float", "bool", "abs", "min", "max",
-    "sum", "round", "range", "issubclass", "type", "id", "hash", "callable", "divmod", "pow", "open", "super"})
+    "len", "print", "isinstance", "hasattr", "str", "repr", "format", "int", "float", "bool", "abs",
+    "round", "range", "issubclass", "id", "hash", "callable", "divmod", "pow", "open", "super"})
 #: builtins whose result holds their arguments (a view or a copy of the same elements)
 VIEW_BUILTINS = frozenset({"list", "tuple", "zip", "enumerate", "sorted", "reversed", "iter", "next", "dict",
-                            "set", "frozenset", "map", "filter"})
+                           "set", "frozenset", "map", "filter", "min", "max", "sum"})
+#: names whose methods are called unbound (`list.append(lst, v)`, `type(x).m(x, v)`): the
+#: receiver is an argument, so the call may store any argument in any other
+UNBOUND_RECEIVERS = frozenset({"list", "dict", "set", "object", "tuple", "str", "type", "frozenset", "bytearray"})
 #: methods that change their receiver only (a list, dict or set filled in place)
 FILL_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft"})
 #: calls that write attributes or variables named at run time: the flow cannot follow them
-DYNAMIC = frozenset({"setattr", "delattr", "exec", "eval", "__setattr__", "compile"})
+DYNAMIC = frozenset({"setattr", "delattr", "exec", "eval", "__setattr__", "compile", "__init_subclass__"})
 #: views of attributes or variables named at run time (`vars(args)`, `getattr(ax, name)`):
 #: reading them is fine; filling them writes attributes the flow cannot name
-NAMESPACES = frozenset({"globals", "locals", "vars", "__dict__", "__getattribute__"})
+NAMESPACES = frozenset({"globals", "locals", "vars", "__dict__", "__getattribute__", "__globals__"})
 #: methods that neither change their receiver nor keep their arguments
 READ_METHODS = frozenset({"copy", "keys", "values", "items", "get", "format", "split", "join", "lower", "upper",
                            "strip", "startswith", "endswith", "replace", "count", "index"})
@@ -53,6 +64,7 @@ VARIABLE_LOOKUPS = frozenset({"trainable_variables", "global_variables", "all_va
 VARIABLE_MAKERS = frozenset({"Variable", "get_variable", "get_local_variable", "VariableV1", "ResourceVariable"})
 STATE_READS = GRAPH_LOOKUPS | VARIABLE_LOOKUPS
 GRAPH_STATE = ("attr", "<graph state>")
+EXCEPTIONS = ("exceptions",)  # what `raise` throws and `except ... as e` catches
 VARIABLES = ("variables",)  # every variable the program makes, when some code looks variables up
 #: names that reach attributes by a name made at run time when used at all (`fetch = getattr`)
 BY_NAME = frozenset({"getattr", "setattr", "delattr", "vars", "globals", "locals", "attrgetter", "methodcaller",
@@ -107,20 +119,47 @@ def params_of(fn) -> list:
             + ([a.kwarg] if a.kwarg else [])]
 
 
+#: builtins that call a function they are given with the items of the other arguments
+ITERATION_CALLS = frozenset({"map", "filter", "sorted", "min", "max", "reduce", "starmap", "accumulate",
+                             "groupby", "takewhile", "dropwhile", "filterfalse"})
+
+
+def iteration_arguments(tree: ast.AST) -> set:
+    """ids of the arguments of `map(f, xs)`, `sorted(xs, key=f)`, `functools.reduce(f, xs)`, ..."""
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            leaf = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
+            if leaf in ITERATION_CALLS:
+                out |= {id(a) for a in list(n.args) + [k.value for k in n.keywords]}
+    return out
+
+
 def local_names(fn) -> set:
-    """Every name a function binds, nested functions, lambdas and comprehensions included."""
+    """The names a function binds in its own scope (its parameters; assignments, loops, imports,
+    handlers, nested defs' names), and its lambdas' and nested defs' parameters.  Names a
+    comprehension or a nested def binds for itself are not the function's: where one shadows
+    a global, the flow takes it for the global (more merging, never less)."""
     out = set(params_of(fn))
-    for n in ast.walk(fn):
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        n = todo.pop()
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             out.add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fn:
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(n.name)
             if not isinstance(n, ast.ClassDef):
                 out |= set(params_of(n))
+                todo += n.decorator_list + n.args.defaults + [d for d in n.args.kw_defaults if d is not None]
+            continue  # its body binds its own names
         elif isinstance(n, ast.Lambda):
             out |= {p.arg for p in n.args.args + n.args.posonlyargs + n.args.kwonlyargs}
+        elif isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            todo += [g.iter for g in n.generators[:1]]  # the first iterable is evaluated here
+            continue
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
             out |= {(a.asname or a.name).split(".")[0] for a in n.names}
         elif isinstance(n, ast.ExceptHandler) and n.name:
             out.add(n.name)
+        todo += list(ast.iter_child_nodes(n))
     return out

@@ -30,7 +30,7 @@ from typing import Iterable, Optional
 
 from migrator._flow_edges import FileEdges
 from migrator._flow_model import (
-    ANY_ATTR, ANY_OBJECT, META, TOP, VARIABLES, dunder_kind, local_names, params_of,
+    ANY_ATTR, ANY_OBJECT, META, TOP, VARIABLES, dunder_kind, iteration_arguments, local_names, params_of,
 )
 
 VIEW_ARGS = ("view args",)  # arguments of a call through a computed name: any function may get them
@@ -61,7 +61,8 @@ class ObjectFlow:
         self.dynamic = False
         self.calls: dict = {}  # id(ast.Call) -> [(value sources, objects)] per argument
         self.arg_reads: dict = {}  # id(ast.Call) -> what each argument is made of (None: its whole value)
-        self.value_refs: set = set()  # names and attributes read other than as a call's callee
+        self.value_refs: set = set()  # names and attributes read other than as a call's callee or argument
+        self.callback_refs: set = set()  # names and attributes handed to `map`, `filter`, `sorted`, ...
         self.rebound: dict = {}  # id(function) -> names it rebinds
         self.functions: dict = defaultdict(list)  # name -> module-level defs
         self.methods: dict = defaultdict(list)  # name -> method defs (any class)
@@ -151,11 +152,23 @@ class ObjectFlow:
             seen.add(id(c))
             found += [n for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == meth]
             todo += [b for base in c.bases for b in self.classes_named(_base_name(base))]
-        for subs in self.classes.values():  # down: every class that may derive from cls
+        for subs in self.classes.values():  # down: every class that may derive from cls, and its other bases
             for sub in subs:
                 if sub is not cls and self._may_derive(sub, cls, set()):
-                    found += [n for n in sub.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                              and n.name == meth]
+                    found += [d for d in self._up(sub, meth) if d not in found]
+        return found
+
+    def _up(self, cls: ast.ClassDef, meth: str) -> list:
+        """``meth``'s defs in ``cls`` and every project class it names as a base (`class Sub(Mixin,
+        PINN)`: Mixin's comes first in Sub's MRO)."""
+        found, todo, seen = [], [cls], set()
+        while todo:
+            c = todo.pop()
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            found += [n for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == meth]
+            todo += [b for base in c.bases for b in self.classes_named(_base_name(base))]
         return found
 
     def _may_derive(self, sub: ast.ClassDef, cls: ast.ClassDef, seen: set) -> bool:
@@ -181,6 +194,10 @@ class ObjectFlow:
                 self.classes[node.name].append(node)
                 self.class_paths[node.name].add(path)
                 self.rebound_methods |= _rebound_in_class(node)
+                if node.keywords or any(isinstance(n, ast.FunctionDef) and n.name in ("__init_subclass__", "__new__",
+                                                                                        "__set_name__")
+                                        for n in node.body):
+                    self.dynamic = True  # a metaclass or a hook may rewrite any class's methods
                 for fn in node.body:
                     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         self.methods[fn.name].append(fn)
@@ -201,9 +218,15 @@ class ObjectFlow:
                     if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
         self.module_attrs |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and (
             isinstance(n.value, ast.Name) and n.value.id in imported or isinstance(n.value, ast.Subscript))}
+        # `mod.G = v` with `mod` any object but a method's `self`: it may be a module
+        selves = {id(a) for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and d.args.args for a in ast.walk(d) if isinstance(a, ast.Name) and a.id == d.args.args[0].arg}
+        self.module_attrs |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(
+            n.ctx, ast.Store) and id(n.value) not in selves}
         methods = {id(fn) for defs in self.methods.values() for fn in defs}
         simple = {id(n.targets[0]) for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1}
         callees = set()
+        arguments = iteration_arguments(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 self.attr_stores.add(node.attr)
@@ -223,7 +246,9 @@ class ObjectFlow:
                         self.sites[node.func.attr].append((path, node, fn))
                     elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in callees \
                             and isinstance(node.ctx, ast.Load) and not _of_module(node, imported):
-                        self.value_refs.add(node.id if isinstance(node, ast.Name) else node.attr)
+                        ref = node.id if isinstance(node, ast.Name) else node.attr
+                        # handed to `map`, `sorted`, ...: called with what the other arguments hold
+                        (self.callback_refs if id(node) in arguments else self.value_refs).add(ref)
 
     def add_edges(self, path: str, tree: ast.Module) -> None:
         builder = FileEdges(self, path, tree)
@@ -271,7 +296,7 @@ class ObjectFlow:
                         params = params_of(d)
                         keep_self = table is self.methods and not any(_decorator(x) == "staticmethod"
                                                                       for x in d.decorator_list)
-                        for p in params[1:] if keep_self else params:
+                        for p in params[1:] if keep_self else params:  # anything
                             self.assign({TOP}, set(), ("var", id(d), p))
         if self.variable_lookups:  # any variable may be the one a lookup hands back
             for made in self.variables:
@@ -308,7 +333,8 @@ class ObjectFlow:
         ``getattr(obj, "m")``, ``partial(self.m)``), called through a class (``PINN.m(obj,
         ...)``: the arguments shift), replaced, or for ``__init__`` (``cls(...)``, a subclass's
         constructor)."""
-        if fn.name.startswith("__") or fn.name in self.value_refs or fn.decorator_list or self.replaced(fn.name):
+        if fn.name.startswith("__") or fn.name in self.value_refs | self.callback_refs or fn.decorator_list \
+                or self.replaced(fn.name):
             return None
         if any(isinstance(c.func.value, ast.Name) and c.func.value.id in self.classes
                for _p, c, _s in self.sites.get(fn.name, [])):

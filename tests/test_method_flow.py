@@ -301,3 +301,71 @@ def test_a_base_constructor_reached_through_super_gets_its_arguments(tmp_path):
     net_u = "return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) + self.cache"
     sites = run(tmp_path, init="super().__init__(self.x_tf * self.t_tf)", net_u=net_u, module=module)
     assert all(s.status == MANUAL for s in sites)
+
+
+NET_U_PLUS = "return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases) + "
+#: the second adversarial run: a tensor of both sources hidden where the model lost it
+HIDDEN = {
+    "an unbound method through type()": dict(
+        init="self.buf = []\n        type(self.buf).append(self.buf, self.x_tf * self.t_tf)", net_u=NET_U_PLUS + "self.buf[0]"),
+    "min() hands back the list it was given": dict(
+        init="self.buf = []\n        min([self.buf], key=len).append(self.x_tf * self.t_tf)", net_u=NET_U_PLUS + "self.buf[0]"),
+    "a lambda map calls with the list": dict(
+        init="self.buf = []\n        v = self.x_tf * self.t_tf\n        list(map(lambda l: l.append(v), [self.buf]))",
+        net_u=NET_U_PLUS + "self.buf[0]"),
+    "a bound append handed to map": dict(
+        init="self.buf = []\n        list(map(self.buf.append, [self.x_tf * self.t_tf]))", net_u=NET_U_PLUS + "self.buf[0]"),
+    "np.copyto fills an object array": dict(
+        init="import numpy as np\n        self.store = np.empty(1, dtype=object)\n        tmp = np.empty(1, dtype=object)\n"
+             "        tmp[0] = self.x_tf * self.t_tf\n        np.copyto(self.store, tmp)",
+        net_u=NET_U_PLUS + "self.store[0]"),
+    "t.consumers() in net_u": dict(net_u="u = self.neural_net(tf.concat([x, t], 1), self.weights, self.biases)\n"
+                                        "        return u + t.consumers()[0].outputs[0]"),
+    "a value carried by an exception": dict(
+        init="try:\n            raise ValueError(self.x_tf * self.t_tf)\n        except ValueError as e:\n"
+             "            self.cache = e.args[0]", net_u=NET_U_PLUS + "self.cache"),
+    "a generator fed by send": dict(
+        init="self.box = []\n        g = self.keep(self.box)\n        next(g)\n        g.send(self.x_tf * self.t_tf)",
+        net_u=NET_U_PLUS + "self.box[0]",
+        module="\n\n    def keep(self, box):\n        while True:\n            v = yield\n            box.append(v)\n"),
+    "a mixin earlier in a subclass's MRO": dict(
+        init="self.cache = self.x_tf * self.t_tf",
+        module="\n\nclass Mixin:\n    def net_u(self, x, t):\n        return self.cache\n\n\nclass Sub(Mixin, PINN):\n    pass\n"),
+    "a metaclass": dict(module="\n\nclass Meta(type):\n    pass\n\n\nclass Other(metaclass=Meta):\n    pass\n"),
+    "a project class named Session": dict(
+        init="self.runner = Session()\n        self.cache = self.runner.run(self.x_tf * self.t_tf)",
+        net_u=NET_U_PLUS + "self.cache",
+        module="\n\nclass Session:\n    def run(self, v):\n        return v\n"),
+    "a mutable default kept between calls": dict(
+        signature="    def net_u(self, x, t, _seen=[]):", init="self.cache = self.x_tf * self.t_tf",
+        net_u="_seen.append(self.cache)\n        return " + NET_U_PLUS.split("return ")[1] + "_seen[0]"),
+    "a comprehension variable named like a global": dict(
+        net_u="k = [CACHE for CACHE in [0.5]][0]\n        return " + NET_U_PLUS.split("return ")[1] + "CACHE * k",
+        module="\n\nCACHE = None\n\n\ndef poison(m):\n    global CACHE\n    CACHE = m.x_tf * m.t_tf\n\n\n"
+               "poison(PINN([[1.0]], [[2.0]], [2, 1]))\n"),
+    "a module reached through sys.modules": dict(
+        init="import sys\n        mod = sys.modules[__name__]\n        mod.CACHE = self.x_tf * self.t_tf",
+        net_u=NET_U_PLUS + "CACHE", module="\n\nCACHE = 0.0\n"),
+    "keyword arguments kept as attributes": dict(
+        init="import argparse\n        self.buf = []\n        argparse.Namespace(box=self.buf).box.append(self.x_tf * self.t_tf)",
+        net_u=NET_U_PLUS + "self.buf[0]"),
+    "np rebound in the module": dict(
+        init="self.cache = self.x_tf * self.t_tf",
+        net_u="return np.scale(self, self.neural_net(tf.concat([x, t], 1), self.weights, self.biases))",
+        module="\n\nimport numpy as np\n\n\nclass _Shim:\n    def scale(self, m, u):\n        return u + m.cache\n\n\n"
+               "np = _Shim()\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN))
+def test_a_tensor_hidden_from_the_flow_is_refused(tmp_path, name):
+    kw = HIDDEN[name]
+    src = PINN.replace("    def net_u(self, x, t):", kw.get("signature", "    def net_u(self, x, t):"))
+    src = src.replace("#INIT", kw.get("init", "")).replace("#MODULE", kw.get("module", ""))
+    if "net_u" in kw:
+        src = src.replace("return self.neural_net(tf.concat([x, t], 1), self.weights, self.biases)  #NET_U", kw["net_u"])
+    (tmp_path / "pyproject.toml").write_text("")
+    path = write(tmp_path, "pinn.py", src)
+    (result,) = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options())).results
+    assert result.sites and all(s.status == MANUAL for s in result.sites), [
+        (s.status, s.reason[:120]) for s in result.sites]

@@ -17,7 +17,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS
 from migrator._plugins._grad_callers import Signature, Verdict, dependent_caller
-from migrator._flow_model import STATE_READS
+from migrator._flow_model import GRAPH_WALKS, STATE_READS
 from migrator._flow_model import bindings
 from migrator.object_flow import META, ObjectFlow, flow_for, local_names, params_of
 from migrator.project_calls import self_calls
@@ -193,6 +193,8 @@ def _closed_body(flow: ObjectFlow, fn: ast.AST, me: Optional[str], owner: tuple,
     pure = flow.pure.get(flow.owner.get(id(fn), owner)[0], set()) if id(fn) in flow.owner else \
         flow.pure.get(flow.function_paths.get(id(fn)), set())
     local = local_names(fn)
+    if any(not isinstance(d, ast.Constant) for d in fn.args.defaults + [k for k in fn.args.kw_defaults if k]):
+        return False  # `def net_u(self, x, t, _seen=[])`: a default kept from call to call
     callees = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
     for n in ast.walk(fn):
         if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Global,
@@ -203,8 +205,8 @@ def _closed_body(flow: ObjectFlow, fn: ast.AST, me: Optional[str], owner: tuple,
             root = f
             while isinstance(root, ast.Attribute):
                 root = root.value
-            if isinstance(f, ast.Attribute) and f.attr in STATE_READS:
-                return False  # `tf.get_collection(...)`: tensors stored in the graph earlier
+            if isinstance(f, ast.Attribute) and f.attr in STATE_READS | GRAPH_WALKS:
+                return False  # `tf.get_collection(...)`, `t.consumers()`: tensors stored in the graph earlier
             if me is not None and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me:
                 if not _closed(flow, owner, f.attr, seeds, seen):
                     return False
@@ -229,7 +231,7 @@ def _closed_body(flow: ObjectFlow, fn: ast.AST, me: Optional[str], owner: tuple,
                 root = root.value
             if isinstance(root, ast.Name) and root.id not in local and root.id in pure:
                 continue
-            if n.attr not in META and not flow.clean([("attr", n.attr)], seeds):
+            if n.attr in GRAPH_WALKS or n.attr not in META and not flow.clean([("attr", n.attr)], seeds):
                 return False
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in callees:
             if n.id not in local and n.id not in BUILTINS and not n.id in pure and \
