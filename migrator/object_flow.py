@@ -144,14 +144,7 @@ class ObjectFlow:
     def dispatch(self, cls: ast.ClassDef, meth: str) -> list:
         """The defs ``self.meth(...)`` may run in a method of ``cls``: ``cls``'s own or a
         project base's (any of them, by name), or an override in a project subclass."""
-        found, todo, seen = [], [cls], set()
-        while todo:  # up: cls and its bases
-            c = todo.pop()
-            if id(c) in seen:
-                continue
-            seen.add(id(c))
-            found += [n for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == meth]
-            todo += [b for base in c.bases for b in self.classes_named(_base_name(base))]
+        found = self._up(cls, meth)
         for subs in self.classes.values():  # down: every class that may derive from cls, and its other bases
             for sub in subs:
                 if sub is not cls and self._may_derive(sub, cls, set()):
