@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 from migrator._flow_model import (
-    DYNAMIC, FILL_METHODS, GRAPH_LOOKUPS, GRAPH_STATE, NAMESPACES, NUMPY_FILLS, PURE_BUILTINS, READ_METHODS,
-    SESSION_MAKERS, SESSION_RUNS, STATE_WRITES, TOP, UNBOUND_RECEIVERS, VARIABLE_LOOKUPS, VARIABLE_MAKERS,
+    DYNAMIC, FILL_METHODS, GRAPH_LOOKUPS, NAMESPACES, NUMPY_FILLS, PURE_BUILTINS, READ_METHODS,
+    SESSION_MAKERS, SESSION_RUNS, TOP, UNBOUND_RECEIVERS, VARIABLE_LOOKUPS, VARIABLE_MAKERS,
     VARIABLES, VIEW_BUILTINS, bindings, params_of,
 )
 
@@ -36,8 +36,6 @@ class CallEdges:
         if name in NAMESPACES or name == "getattr" and not (c.args and self._module_attr(c.args[0])):
             return self.view(c.args[0] if c.args and name in ("getattr", "vars") else None)
         leaf = fn.attr if isinstance(fn, ast.Attribute) else None
-        if leaf in STATE_WRITES:
-            f.put(arg_val, arg_ids, {GRAPH_STATE})
         if leaf in GRAPH_LOOKUPS:
             return {TOP}, set()  # any tensor of the graph, by name or by collection
         if leaf in VARIABLE_LOOKUPS:

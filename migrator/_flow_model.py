@@ -52,9 +52,6 @@ ANY_OBJECT = ("any object",)  # what a namespace view may be: filling it makes t
 ANY_ATTR = ("any attribute",)  # what reading one gives: every attribute's and global's values
 
 
-#: TF calls that put a tensor into the graph's collections, and calls that read tensors back
-#: from the graph (a collection, a name): state, like an attribute every object shares
-STATE_WRITES = frozenset({"add_to_collection", "add_to_collections"})
 #: lookups that may hand back any tensor or op of the graph, a source included
 GRAPH_LOOKUPS = frozenset({"get_collection", "get_collection_ref", "get_tensor_by_name", "get_operation_by_name",
                            "as_graph_element", "get_operations", "import_graph_def", "get_all_collection_keys"})
@@ -63,7 +60,6 @@ VARIABLE_LOOKUPS = frozenset({"trainable_variables", "global_variables", "all_va
                               "model_variables", "moving_average_variables", "get_variable", "get_local_variable"})
 VARIABLE_MAKERS = frozenset({"Variable", "get_variable", "get_local_variable", "VariableV1", "ResourceVariable"})
 STATE_READS = GRAPH_LOOKUPS | VARIABLE_LOOKUPS
-GRAPH_STATE = ("attr", "<graph state>")
 EXCEPTIONS = ("exceptions",)  # what `raise` throws and `except ... as e` catches
 VARIABLES = ("variables",)  # every variable the program makes, when some code looks variables up
 #: names that reach attributes by a name made at run time when used at all (`fetch = getattr`)

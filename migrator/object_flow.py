@@ -334,9 +334,6 @@ class ObjectFlow:
             return None
         return sorted(self.sites.get(fn.name, []), key=lambda site: (site[0], site[1].lineno, site[1].col_offset))
 
-    def arg_sources(self, call: ast.Call, index: int) -> tuple[set, set]:
-        return self.calls[id(call)][index]
-
 
 def _rebound_in_class(cls: ast.ClassDef) -> set:
     """Names a class body binds other than by a plain def directly in it: assignments
