@@ -184,7 +184,7 @@ class CallEdges:
         if self.cls is not None and params and recv.id == params[0]:
             if recv.id in self.flow.rebound.get(id(self.scope), ()):
                 return False
-            return self._defines(self.cls, meth)
+            return bool(self.flow.up(self.cls, meth, names_only=True))
         where = self.scope if self.scope is not None and recv.id in self.names else self.module
         if where is self.module and recv.id in self.flow.attr_stores:
             return False  # `other.m = Lib()` elsewhere: another object's method may run
@@ -192,20 +192,7 @@ class CallEdges:
         classes = [v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
                    and v.func.id not in self.names and v.func.id in self.project_classes]
         return bool(values) and len(classes) == len(values) and all(
-            self._defines(c, meth) for name in classes for c in self.flow.classes_named(name))
-
-    def _defines(self, cls: ast.ClassDef, meth: str) -> bool:
-        todo, seen = [cls], set()
-        while todo:
-            cls = todo.pop()
-            if id(cls) in seen:
-                continue
-            seen.add(id(cls))
-            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == meth for n in cls.body):
-                return True
-            for b in cls.bases:
-                todo += self.flow.classes_named(b.id) if isinstance(b, ast.Name) else []
-        return False
+            self.flow.up(c, meth, names_only=True) for name in classes for c in self.flow.classes_named(name))
 
     def bind(self, d: ast.AST, bound: bool, recv_val, recv_ids, args, kws, evaluated) -> None:
         f = self.flow

@@ -144,16 +144,17 @@ class ObjectFlow:
     def dispatch(self, cls: ast.ClassDef, meth: str) -> list:
         """The defs ``self.meth(...)`` may run in a method of ``cls``: ``cls``'s own or a
         project base's (any of them, by name), or an override in a project subclass."""
-        found = self._up(cls, meth)
+        found = self.up(cls, meth)
         for subs in self.classes.values():  # down: every class that may derive from cls, and its other bases
             for sub in subs:
                 if sub is not cls and self._may_derive(sub, cls, set()):
-                    found += [d for d in self._up(sub, meth) if d not in found]
+                    found += [d for d in self.up(sub, meth) if d not in found]
         return found
 
-    def _up(self, cls: ast.ClassDef, meth: str) -> list:
+    def up(self, cls: ast.ClassDef, meth: str, names_only: bool = False) -> list:
         """``meth``'s defs in ``cls`` and every project class it names as a base (`class Sub(Mixin,
-        PINN)`: Mixin's comes first in Sub's MRO)."""
+        PINN)`: Mixin's comes first in Sub's MRO); ``names_only``: through bare-name bases only
+        (`lib.Model` may be a library's class that shares a project class's name)."""
         found, todo, seen = [], [cls], set()
         while todo:
             c = todo.pop()
@@ -161,7 +162,8 @@ class ObjectFlow:
                 continue
             seen.add(id(c))
             found += [n for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == meth]
-            todo += [b for base in c.bases for b in self.classes_named(_base_name(base))]
+            todo += [b for base in c.bases if isinstance(base, ast.Name) or not names_only
+                     for b in self.classes_named(_base_name(base))]
         return found
 
     def _may_derive(self, sub: ast.ClassDef, cls: ast.ClassDef, seen: set) -> bool:

@@ -17,7 +17,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS
 from migrator._plugins._grad_callers import Signature, Verdict, dependent_caller
-from migrator._flow_model import GRAPH_WALKS, STATE_READS
+from migrator._flow_model import DUNDERS, GRAPH_WALKS, STATE_READS
 from migrator._flow_model import bindings
 from migrator.object_flow import META, ObjectFlow, flow_for, local_names, params_of
 from migrator.project_calls import self_calls
@@ -158,7 +158,7 @@ def _closed(flow: ObjectFlow, owner: tuple, name: str, seeds: list, seen: set) -
     defs = flow.dispatch(owner[1], name)
     if len(defs) != 1 or name in seen or flow.replaced(name):
         return name in seen  # a recursive call adds nothing new; an override or a replacement may run instead
-    if not seen and not flow.clean([("dunder", k) for k in ("item", "iter", "enter", "attr", "call", "ops")], seeds):
+    if not seen and not flow.clean([("dunder", k) for k in set(DUNDERS.values()) | {"ops"}], seeds):
         return False  # a project `__getitem__`, `__iter__`, ... may hand back a tensor from the sources
     seen.add(name)
     fn = defs[0]
