@@ -72,6 +72,7 @@ CANDIDATE_NAMES = frozenset({"gradient_override_map", "gradients", "hessians", "
 
 _CANDIDATE_WORDS = re.compile(r"gradient_override_map|gradients|hessians|jacobian")
 _SCAN_WORDS = re.compile(r"RegisterGradient|gradient_override_map")
+ASKED_ALL = "*"  # RunIndex.asked: the whole set of manual override modules was read
 
 
 def _has_candidates(tree: ast.AST, lines: Optional[list[int]] = None) -> bool:
@@ -137,7 +138,10 @@ class RunIndex:
     #: dotted module names (best effort, from paths) of files with override blocks
     override_modules: set[str] = field(default_factory=set)
     #: filled between the two halves of pass 2: modules whose overrides stayed manual
-    unmigrated_override_modules: set[str] = field(default_factory=set)
+    manual_override_modules: set[str] = field(default_factory=set)
+    #: while a file of the second half runs ahead of the first (runner): the module names its
+    #: checks asked about (ASKED_ALL: it read the whole set); it runs again if one stayed manual
+    asked: Optional[set[str]] = None
     #: files pass 1 parsed and found no candidate in (pass 2 skips libcst for them)
     quiet_paths: set[str] = field(default_factory=set)
     #: files nested too deeply for ast (libcst's parser may crash the process on them)
@@ -172,12 +176,26 @@ class RunIndex:
         if facts.has_override_block:
             self.override_modules |= module_names_for(path)
 
+    @property
+    def unmigrated_override_modules(self) -> set[str]:
+        """The whole set (a reader of all of it depends on all of it)."""
+        if self.asked is not None:
+            self.asked.add(ASKED_ALL)
+        return self.manual_override_modules
+
+    def left_manual(self, modules) -> set[str]:
+        """Those of ``modules`` whose overrides stayed manual in this run."""
+        modules = set(modules)
+        if self.asked is not None:
+            self.asked |= modules
+        return modules & self.manual_override_modules
+
     def merge(self, other: "RunIndex") -> None:
         for k, v in other.registrations.items():
             self.registrations.setdefault(k, []).extend(v)
         self.mapped_names |= other.mapped_names
         self.override_modules |= other.override_modules
-        self.unmigrated_override_modules |= other.unmigrated_override_modules
+        self.manual_override_modules |= other.manual_override_modules
         self.quiet_paths |= other.quiet_paths
         self.too_deep |= other.too_deep
         self.sources.update(other.sources)

@@ -5,8 +5,9 @@ and indexes the rest (``RunIndex``, stdlib ``ast`` only).  Pass 2 migrates
 the files holding override blocks or registrations first, records the
 modules whose overrides stayed manual, then migrates the rest, so that a
 tf.gradients call is never moved to a tape while an override still governs
-it.  Files are processed in a process pool; results come back in discovery
-order, and a file that crashes is reported as that file's error.
+it.  Files are processed in a process pool, where the halves overlap (see
+``_Workers``); results come back in discovery order, and a file that crashes
+is reported as that file's error.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Callable, Optional
 
 from migrator import files
 from migrator.model import IGNORED, MANUAL, OVERRIDE_MAP, PY_FUNC_GRADIENT, REGISTER_GRADIENT, FileResult
-from migrator.pipeline import Options, RunIndex, may_have_sites, module_names_for
+from migrator.pipeline import ASKED_ALL, Options, RunIndex, may_have_sites, module_names_for
 from migrator.project import Project, find_root
 
 WRITE, DIFF, CHECK = "write", "diff", "check"
@@ -205,22 +206,25 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
         (first if overrides else rest).append(path)
     if len(first) + len(rest) > len(index.quiet_paths):  # some file may hold a gradient call
         index.gradients_patches = Project(index.root, index.sources).gradients_patches()
+    select = run_opts.options.select
+    skipped = select is not None and "overrides" not in select  # --select gradients: maps stay
+
+    def left_manual(res: FileResult) -> bool:
+        # an acknowledged (ignored) override is still not migrated: it still governs gradients
+        return skipped or bool(res.error) or any(s.kind in OVERRIDE_KINDS and not s.migrated for s in res.sites)
+
     with _Workers(index, run_opts, len(first) + len(rest)) as workers:  # one pool for both halves
-        select = run_opts.options.select
-        skipped = select is not None and "overrides" not in select  # --select gradients: maps stay
-        for res in workers.map(first, progress):
-            results[res.path] = res
-            # an acknowledged (ignored) override is still not migrated: it still governs gradients
-            if skipped or res.error or any(s.kind in OVERRIDE_KINDS and not s.migrated for s in res.sites):
-                index.unmigrated_override_modules |= module_names_for(res.path)
-        for res in workers.map(rest, progress, unmigrated=frozenset(index.unmigrated_override_modules)):
+        for res in workers.run_halves(first, rest, left_manual, progress):
             results[res.path] = res
     return RunResult([results[p] for p in paths], time.monotonic() - start)
 
 
 class _Workers:
-    """The process pool of pass 2, started once (workers get the index once, and the plugins
-    imported before the fork); the second half hands over what the first half learnt."""
+    """Pass 2: the files with overrides (``first``), then the rest, which must know the modules
+    whose overrides stayed manual.  In a pool (started once: workers get the index once, and the
+    plugins imported before the fork) the halves overlap: a file of the rest runs on a guess (all of
+    them stayed manual), records the module names its checks ask about (``RunIndex.asked``), and
+    runs again only if the guess was wrong for one of them."""
 
     def __init__(self, index: RunIndex, run_opts: RunOptions, n: int) -> None:
         self.index, self.run_opts = index, run_opts
@@ -236,16 +240,30 @@ class _Workers:
         if self.pool is not None:
             self.pool.shutdown()
 
-    def map(self, paths: list[str], progress, unmigrated: Optional[frozenset] = None) -> list[FileResult]:
-        if unmigrated is not None:
-            self.index.unmigrated_override_modules = set(unmigrated)  # for files run here
-        if self.jobs <= 1 or len(paths) <= 1:
-            return _sequential(paths, self.index, self.run_opts, progress)
-        done: dict[str, FileResult] = {}
+    def run_halves(self, first: list[str], rest: list[str], left_manual, progress) -> list[FileResult]:
+        if self.jobs <= 1:
+            done = _sequential(first, self.index, self.run_opts, progress)
+            self.index.manual_override_modules |= _modules(r for r in done if left_manual(r))
+            return done + _sequential(rest, self.index, self.run_opts, progress)
+        # the guess for the rest: every override pass 1 saw stays manual (as in most large trees)
+        seen = {r.path for regs in self.index.registrations.values() for r in regs}
+        guess = frozenset(self.index.override_modules | _modules(FileResult(p) for p in seen))
+        ran = self._pooled([(p, frozenset(), False) for p in first] + [(p, guess, True) for p in rest], progress)
+        manual = frozenset(_modules(ran[p][0] for p in first if left_manual(ran[p][0])))
+        again = [p for p in rest if _guessed_wrong(ran[p][1], guess, manual)]
+        if again:
+            ran.update(self._pooled([(p, manual, False) for p in again], None))
+        return [ran[p][0] for p in first + rest]
+
+    def _pooled(self, work: list[tuple[str, frozenset, bool]], progress) -> dict[str, tuple]:
+        """{path: (result, module names asked about)} for (path, manual modules, whether that is a guess)."""
+        done: dict[str, tuple] = {}
+        sizes = self.index.sources
+        work = sorted(work, key=lambda w: -len(sizes.get(w[0], "")))  # the longest first: a shorter tail
         try:
-            if self.pool is None:  # the first call, or the pool broke in the first half
+            if self.pool is None:  # the first call, or the pool broke
                 self.pool = _pool(self.jobs, self.index, self.run_opts)
-            futures = {p: self.pool.submit(_migrate_in_worker, p, unmigrated) for p in paths}
+            futures = {w[0]: self.pool.submit(_migrate_in_worker, *w) for w in work}
             for p, fut in futures.items():
                 try:
                     done[p] = fut.result()
@@ -255,14 +273,23 @@ class _Workers:
                     progress(1)
         except BrokenProcessPool:
             pass
-        if len(done) < len(paths):
-            self.pool = None  # broken: a later half starts a fresh one
-        for p in paths:  # a worker died (not an exception): retry the rest one by one
-            if p not in done:
-                done[p] = _isolated(p, self.index, self.run_opts)
+        if len(done) < len(work):
+            self.pool = None  # broken: a later call starts a fresh one
+        for w in work:  # a worker died (not an exception): retry the rest one by one
+            if w[0] not in done:
+                done[w[0]] = _isolated(w, self.index, self.run_opts)
                 if progress:
                     progress(1)
-        return [done[p] for p in paths]
+        return done
+
+
+def _modules(results) -> set[str]:
+    return set().union(*(module_names_for(r.path) for r in results))
+
+
+def _guessed_wrong(asked: frozenset, guess: frozenset, manual: frozenset) -> bool:
+    """Whether a file run on ``guess`` asked about a module the guess got wrong."""
+    return guess != manual if ASKED_ALL in asked else bool(asked & (guess ^ manual))
 
 
 def _preload_plugins() -> None:
@@ -282,11 +309,14 @@ def _init_worker(index: RunIndex, run_opts: RunOptions) -> None:
     _WORKER_STATE = (index, run_opts)
 
 
-def _migrate_in_worker(path: str, unmigrated: Optional[frozenset] = None) -> FileResult:
+def _migrate_in_worker(path: str, manual: frozenset, guess: bool) -> tuple[FileResult, frozenset]:
+    """One file, given the modules whose overrides stayed manual (or a guess at them: then
+    what it asked about comes back too)."""
     index, run_opts = _WORKER_STATE
-    if unmigrated is not None:
-        index.unmigrated_override_modules = set(unmigrated)
-    return migrate_file(path, index, run_opts)
+    index.manual_override_modules = set(manual)
+    index.asked = set() if guess else None
+    result = migrate_file(path, index, run_opts)
+    return result, frozenset(index.asked or ())
 
 
 def _pool(workers: int, index: RunIndex, run_opts: RunOptions) -> ProcessPoolExecutor:
@@ -303,12 +333,13 @@ def _sequential(paths: list[str], index: RunIndex, run_opts: RunOptions, progres
     return out
 
 
-def _isolated(path: str, index: RunIndex, run_opts: RunOptions) -> FileResult:
+def _isolated(work: tuple, index: RunIndex, run_opts: RunOptions) -> tuple:
+    path = work[0]
     try:
         with _pool(1, index, run_opts) as pool:
-            return pool.submit(_migrate_in_worker, path).result()
+            return pool.submit(_migrate_in_worker, *work).result()
     except BrokenProcessPool:
-        return FileResult(path, error=f"{path}:1:1: internal error: the worker process died on this file")
+        return FileResult(path, error=f"{path}:1:1: internal error: the worker process died on this file"), frozenset()
 
 
 def default_jobs() -> int:

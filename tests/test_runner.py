@@ -68,3 +68,44 @@ def test_big_runs_index_in_a_pool_with_the_same_outcome(tmp_path, probe_plugin):
     assert as_json[0] == as_json[1]
     assert sum(len(r.sites) for r in serial.results) == 18
     assert serial.results[-1].error.startswith(f"{paths[-1]}:1:1: cannot decode")
+
+
+_MIGRATES = "import tensorflow as tf\n\n\ndef binarize(x):\n    g = tf.get_default_graph()\n" \
+            "    with g.gradient_override_map({'Sign': 'Identity'}):\n        return tf.sign(tf.cast(x, tf.float32))\n"
+_STAYS = "import tensorflow as tf\n\n\ndef binarize(x, g):\n" \
+         "    with g.gradient_override_map({'Sign': NAMES[0]}):\n        return tf.sign(x)\n"
+_USER = "import tensorflow as tf\nimport {mod}\n\n\ndef grad():\n    x = tf.constant([1.0, -2.0])\n    y = {mod}.binarize(x * 2.0)\n" \
+        "    return tf.gradients(y, x)[0]\n"
+
+
+@pytest.mark.parametrize("override", [_MIGRATES, _STAYS], ids=["migrated", "manual"])
+def test_the_second_half_running_ahead_gives_what_one_job_gives(tmp_path, override):
+    """In a pool, files without overrides run on a guess (every override stays manual) and run
+    again where it was wrong: the outcome must not depend on -j."""
+    (tmp_path / "zz_ops.py").write_text(override)
+    for i in range(3):
+        (tmp_path / f"user{i}.py").write_text(_USER.format(mod="zz_ops"))
+    (tmp_path / "alone.py").write_text("import tensorflow as tf\n\n\ndef f(x):\n    y = x * x\n"
+                                       "    return tf.gradients(y, x)[0]\n")
+    paths = sorted(str(p) for p in tmp_path.iterdir())
+    runs = [runner.run(paths, runner.RunOptions(mode=runner.CHECK, jobs=j)) for j in (1, 2)]
+    as_json = [[r.to_json() for r in res.results] for res in runs]
+    assert as_json[0] == as_json[1]
+    ops, users = runs[1].results[-1], runs[1].results[1:-1]
+    assert [s.migrated for s in ops.sites] == ([True] if override is _MIGRATES else [False])
+    codes = {s.code for r in users for s in r.sites}
+    assert codes == ({"TFG003"} if override is _MIGRATES else {"TFG122"})  # the users read the outcome
+
+
+def test_what_a_file_asks_about_decides_whether_it_runs_again():
+    from migrator.pipeline import ASKED_ALL, RunIndex
+
+    index = RunIndex(manual_override_modules={"a"})
+    index.asked = set()
+    assert index.left_manual(["a", "b"]) == {"a"} and index.asked == {"a", "b"}
+    assert index.unmigrated_override_modules == {"a"} and ASKED_ALL in index.asked  # read whole
+    wrong = runner._guessed_wrong
+    assert not wrong(frozenset({"b"}), frozenset({"a"}), frozenset({"a", "c"}))  # not asked about c
+    assert wrong(frozenset({"c"}), frozenset({"a"}), frozenset({"a", "c"}))
+    assert wrong(frozenset({ASKED_ALL}), frozenset({"a"}), frozenset())
+    assert not wrong(frozenset({ASKED_ALL}), frozenset({"a"}), frozenset({"a"}))

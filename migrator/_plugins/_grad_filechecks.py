@@ -51,7 +51,7 @@ def grad_file_refusal(an) -> Optional[Refuse]:
     if select is not None and "overrides" not in select and "gradient_override_map" in an.ctx.source:
         return Refuse("TFG122", "this file enters gradient_override_map and the overrides rule was not selected "
                                 "(--select); a tape would ignore the override: select both rules")
-    bad = imported_modules(an.ctx.source) & set(an.ctx.index.unmigrated_override_modules)
+    bad = an.ctx.index.left_manual(imported_modules(an.ctx.source))
     if bad:
         return Refuse("TFG122", f"this file imports `{sorted(bad)[0]}`, whose override map was left for "
                                 "manual migration; a tape would ignore it: migrate it first, then re-run")
@@ -59,17 +59,16 @@ def grad_file_refusal(an) -> Optional[Refuse]:
         if not an.project.override_entries(dep):
             continue
         in_run = dep in an.project.originals
-        if not in_run or module_names_for(dep) & set(an.ctx.index.unmigrated_override_modules):
+        if not in_run or an.ctx.index.left_manual(module_names_for(dep)):
             where = "is not part of this run" if not in_run else "was left for manual migration"
             return Refuse("TFG122", f"this file imports `{os.path.basename(dep)}`, which enters "
                                     f"gradient_override_map and {where}; a tape would ignore that override: "
                                     "migrate both files in one run")
     # an override entered elsewhere may wrap a call that reaches this file's code through other
     # modules, a method or a context manager (an adversarial run: TF1 [2, 2, 2], a tape [2, 0, 2])
-    unmigrated = set(an.ctx.index.unmigrated_override_modules)
     for other in an.project.grep(b"gradient_override_map") or []:
         in_run = other in an.project.originals
-        if other == here or in_run and not module_names_for(other) & unmigrated:
+        if other == here or in_run and not an.ctx.index.left_manual(module_names_for(other)):
             continue  # its overrides were migrated in this run (checked first: no parse)
         if an.project.override_entries(other) and an.project.may_run_together(here, other):
             where = "is not part of this run" if not in_run else "was left for manual migration"
