@@ -412,3 +412,31 @@ def test_a_call_on_the_object_is_named_as_the_reason_not_an_in_place_change():
     assert out == src and site.code == "TFG130"
     assert "line 9 runs code on `self` that may set or fill `self.out`" in site.reason
     assert "changed in place" not in site.reason
+
+
+@pytest.mark.parametrize("call", ["tf.reset_default_graph()", "tf.logging.set_verbosity(tf.logging.INFO)",
+                                  "tf.compat.v1.set_random_seed(0)"])
+def test_a_tf_module_function_does_not_fill_the_module(call):
+    """`tf.reset_default_graph()` before the forward pass: not a method that may set
+    `tf.float32` (a real PINN class was refused with that reason)."""
+    src = textwrap.dedent(f"""\
+        import tensorflow as tf
+
+
+        def grad(w):
+            {call}
+            x = tf.constant([1.0, 2.0], dtype=tf.float32)
+            y = tf.square(x * w)
+            return tf.gradients(y, x)[0]
+        """)
+    out, sites = migrate_text(src)
+    assert [s.status for s in sites] == [MIGRATED]
+    assert call in out.split("with tf.GradientTape")[0]  # before the tape, unchanged
+
+
+def test_a_list_hung_on_the_tf_module_is_still_filled_in_place():
+    src = "import tensorflow as tf\n\ntf.cache = []\n\n\ndef f(x):\n    tf.cache.append(x * 3.0)\n" \
+          "    tf.cache.append(x * x)\n    return tf.gradients(tf.cache[-1], x)[0]\n"
+    out, sites = migrate_text(src)
+    assert out == src and [s.code for s in sites] == ["TFG130"]
+    assert "`tf.cache` is changed in place" in sites[0].reason

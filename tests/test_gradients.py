@@ -415,6 +415,20 @@ def test_refusals_leave_code_byte_identical(code, body):
     assert all(s.reason for s in sites)
 
 
+@pytest.mark.parametrize("body, said", [
+    ("def f(loss, x):\n    return tf.gradients(loss, x)\n", "`loss` is a parameter of `f`: the caller built it"),
+    ("class M:\n    def grads(self, x):\n        return tf.gradients(self.loss, x)\n",
+     "`self.loss` is an attribute set outside `grads`, before it is called"),
+    ("def f(model, x):\n    return tf.gradients(model.loss, x)\n",
+     "`model.loss` is read from `model`, a parameter of `f`: the caller built it"),
+])
+def test_where_the_targets_come_from_is_said_truly(body, said):
+    """`self.action_output` is an attribute, not "a parameter of create_training_method"
+    (a real DDPG actor was told so)."""
+    out, sites = migrate_text("import tensorflow as tf\n\n" + body)
+    assert only(sites).code == "TFG120" and only(sites).reason.startswith(said)
+
+
 def test_manual_call_is_never_moved_into_another_tape():
     src = textwrap.dedent(
         """\

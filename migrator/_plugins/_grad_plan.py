@@ -12,15 +12,30 @@ from typing import Union
 import libcst as cst
 
 from migrator._plugins._aliases import type_method_mutations, widen_mutations
-from migrator._plugins._dataflow import Effects, effects, exposed
+from migrator._plugins._dataflow import MUTATING_METHODS, Effects, effects, exposed
 from migrator._plugins import _grad_per_index as per_index
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_model import STATE, Call, Group, Item, Refuse
 from migrator._plugins._grad_proof import BlockScope, Prover
 from migrator._plugins._grad_values import is_inert
-from migrator.tfnames import dotted
+from migrator.tfnames import dotted, tf_name
 
 BlockNode = Union[cst.Module, cst.IndentedBlock]
+
+
+def _module_functions_mutate_nothing(an, stmt: cst.CSTNode, fx: Effects) -> None:
+    """``tf.reset_default_graph()`` calls a function of a TF module, not a method that fills
+    ``tf`` (which would make every ``tf.float32`` read after it a value of unknown origin).
+    The call's whole name resolves to a TF API, so what it is called on is a module (not a
+    list the project hung on it: ``tf.cache.append(t)`` still fills ``tf.cache``)."""
+    body = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
+    for small in body:
+        call = small.value if isinstance(small, cst.Expr) else None
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                and call.func.attr.value not in MUTATING_METHODS and tf_name(call, an.qn) is not None:
+            module = dotted(call.func.value)  # `tf`, `tf.logging`, `tf.compat.v1`: a TF module path
+            fx.writes.discard(module)
+            fx.mutates.discard(module)
 
 
 def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset()) -> Item:
@@ -29,6 +44,7 @@ def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset(
     Program state is also what a line reads through an attribute or a module-level name
     bound to a mutable object (``cache["h"]``: a project function may have filled it)."""
     fx = effects(stmt)
+    _module_functions_mutate_nothing(an, stmt, fx)
     typed = type_method_mutations(stmt)
     fx = Effects(set(fx.reads), set(fx.writes) | typed, set(fx.assigns), set(fx.data), set(fx.mutates) | typed)
     before = set(fx.writes)

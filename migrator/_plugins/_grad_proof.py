@@ -194,8 +194,13 @@ class Prover(WatchProof, CallsProof):
         """Why the targets come from outside the block, and where to open the tape instead."""
         root = name.split(".")[0]
         sc = self.scope
-        if sc.func is not None and root in sc.params:
-            what = f"`{name}` is a parameter of `{sc.func.name.value}`: the caller built it"
+        first = next(iter(sc.func.params.params), None) if sc.func is not None else None
+        if sc.func is not None and "." in name and first is not None and root == first.name.value \
+                and root in ("self", "cls"):
+            what = f"`{name}` is an attribute set outside `{sc.func.name.value}`, before it is called"
+        elif sc.func is not None and root in sc.params:
+            what = (f"`{name}` is a parameter of `{sc.func.name.value}`" if "." not in name else
+                    f"`{name}` is read from `{root}`, a parameter of `{sc.func.name.value}`") + ": the caller built it"
         elif "." in name:
             what = f"`{name}` is an attribute set elsewhere"
         elif root in sc.locals or sc.func is None:
