@@ -429,6 +429,29 @@ def test_where_the_targets_come_from_is_said_truly(body, said):
     assert only(sites).code == "TFG120" and only(sites).reason.startswith(said)
 
 
+def test_a_tfg120_names_the_method_that_sets_the_attribute():
+    src = ("import tensorflow as tf\n\n\nclass Actor:\n    def __init__(self, x):\n        self.net = [tf.Variable(1.0)]\n"
+           "        self.state, self.action_output = x, tf.tanh(x * self.net[0])\n        self.train()\n\n"
+           "    def train(self):\n        self.grads = tf.gradients(self.action_output, self.net)\n")
+    out, sites = migrate_text(src)
+    assert out == src and only(sites).code == "TFG120"
+    assert "(in `__init__`, line 7); open a tf.GradientTape in `__init__` around the lines that compute " \
+           "`self.action_output`" in only(sites).reason
+
+
+def test_a_tfg120_names_the_callers_of_a_module_function(tmp_path):
+    from migrator import runner
+
+    lib = tmp_path / "utils.py"
+    lib.write_text("import tensorflow as tf\n\n\ndef flatgrad(loss, var_list):\n"
+                   "    return tf.concat([tf.reshape(g, [-1]) for g in tf.gradients(loss, var_list)], 0)\n")
+    (tmp_path / "main.py").write_text("import tensorflow as tf\nfrom utils import flatgrad\n\nw = tf.Variable(1.0)\n"
+                                      "g = flatgrad(w * w, [w])\n")
+    res = runner.run([str(lib), str(tmp_path / "main.py")], runner.RunOptions(mode=runner.CHECK))
+    (site,) = res.results[0].sites
+    assert site.code == "TFG120" and "(called at main.py:5); open a tf.GradientTape in those callers" in site.reason
+
+
 def test_manual_call_is_never_moved_into_another_tape():
     src = textwrap.dedent(
         """\

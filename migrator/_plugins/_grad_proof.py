@@ -33,6 +33,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
+from migrator._plugins._grad_hints import attribute_setters, caller_places
 from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
 from migrator._plugins._grad_bjac import gradient_cut, value_reads
@@ -198,9 +199,20 @@ class Prover(WatchProof, CallsProof):
         if sc.func is not None and "." in name and first is not None and root == first.name.value \
                 and root in ("self", "cls"):
             what = f"`{name}` is an attribute set outside `{sc.func.name.value}`, before it is called"
+            setters = attribute_setters(self.an, sc.func, name)
+            if setters:
+                method, line = setters[0]
+                return (f"{what} (in `{method}`, line {line}); open a tf.GradientTape in `{method}` around the "
+                        f"lines that compute `{name}` from the sources, and take the gradient there (move this "
+                        "call into that tape)")
         elif sc.func is not None and root in sc.params:
             what = (f"`{name}` is a parameter of `{sc.func.name.value}`" if "." not in name else
                     f"`{name}` is read from `{root}`, a parameter of `{sc.func.name.value}`") + ": the caller built it"
+            places = caller_places(self.an, sc.func) if "." not in name else []
+            if places and read_at is None:
+                return (f"{what} (called at {', '.join(places)}); open a tf.GradientTape in those callers around "
+                        f"the lines that compute what they pass as `{name}`, and take the gradient there (call "
+                        f"tape.gradient instead of `{sc.func.name.value}`'s tf.gradients)")
         elif "." in name:
             what = f"`{name}` is an attribute set elsewhere"
         elif root in sc.locals or sc.func is None:
