@@ -452,6 +452,21 @@ def test_a_tfg120_names_the_callers_of_a_module_function(tmp_path):
     assert site.code == "TFG120" and "(called at main.py:5); open a tf.GradientTape in those callers" in site.reason
 
 
+def test_a_source_made_by_a_one_tensor_tf_function_needs_no_flatten():
+    """deepfool's `xadv = tf.clip_by_value(...)`: read as written by hand (a fresh corpus)."""
+    out, sites = migrate("""\
+        import tensorflow as tf
+
+
+        def step(x, z):
+            xadv = tf.clip_by_value(x + z, 0.0, 1.0)
+            y = tf.reduce_sum(xadv * xadv)
+            return tf.gradients(y, xadv)[0]
+        """)
+    assert only(sites).status == MIGRATED
+    assert "g = " not in out and "return tape.gradient(y, xadv)\n" in out and "nest" not in out
+
+
 def test_manual_call_is_never_moved_into_another_tape():
     src = textwrap.dedent(
         """\

@@ -80,7 +80,14 @@ LIST_RETURNING = {
     "tensorflow.dynamic_partition", "tensorflow.model_variables", "tensorflow.gradients",
 }
 LIST_ATTRS = {"trainable_variables", "trainable_weights", "weights", "variables", "non_trainable_variables"}
-TENSOR_CONSTRUCTORS = _LEAF | {"tensorflow.get_variable", "tensorflow.convert_to_tensor"}
+#: TF functions of several ops that hand back one tensor (`clip_by_value`: Minimum, then Maximum);
+#: a source bound to one is a tensor, so `tape.gradient(y, x)` needs no `tf.nest.flatten`
+ONE_TENSOR = frozenset({
+    "tensorflow.clip_by_value", "tensorflow.clip_by_norm", "tensorflow.nn.l2_normalize",
+    "tensorflow.math.l2_normalize", "tensorflow.norm", "tensorflow.linalg.norm", "tensorflow.reduce_logsumexp",
+    "tensorflow.math.reduce_logsumexp",
+})
+TENSOR_CONSTRUCTORS = _LEAF | ONE_TENSOR | {"tensorflow.get_variable", "tensorflow.convert_to_tensor"}
 
 #: TF functions that build v1 control flow (a tape in TF1 graph mode cannot see through them)
 V1_CONTROL_FLOW = {
