@@ -70,16 +70,6 @@ def _binding(project, path: str, name: str, depth: int) -> Optional[set]:
                     if normalize(full) is None:
                         return None
                     targets.add(full)
-        elif isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
-            inner = project.resolve(stmt.module or "", stmt.level, path)
-            if inner is None:
-                return None  # a module the run cannot read may bind anything
-            if not may_bind(project, inner, name, depth + 1):
-                continue
-            further = tf_binding(project, inner, name, depth + 1)
-            if not further:
-                return None
-            targets |= further
         elif isinstance(stmt, ast.ImportFrom):
             for a in stmt.names:
                 if (a.asname or a.name) != name:
@@ -150,7 +140,8 @@ def _dotted(node: ast.AST) -> str:
 
 def _dynamic(tree: ast.Module) -> bool:
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Delete, ast.Match)):
+        if isinstance(node, (ast.Delete, ast.Match)) or isinstance(node, ast.ImportFrom) and \
+                any(a.name == "*" for a in node.names):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_BINDERS:
             return True
@@ -160,57 +151,6 @@ def _dynamic(tree: ast.Module) -> bool:
         if isinstance(node, ast.NamedExpr):
             return True
     return False
-
-
-def may_bind(project, path: str, name: str, depth: int = 0) -> bool:
-    """Whether ``from <path> import *`` may bind ``name``: it does unless the module's literal
-    ``__all__`` leaves it out, or nothing in the module (nor what it star-imports) binds it."""
-    tree = project.tree(path)
-    if tree is None or depth >= 4 or _dynamic(tree):
-        return True
-    exported = _literal_all(tree)
-    if exported is not None:
-        return name in exported
-    if name.startswith("_"):
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for a in node.names:
-                if a.name == "*":
-                    inner = project.resolve(node.module or "", node.level, path)
-                    if inner is None or may_bind(project, inner, name, depth + 1):
-                        return True
-                elif (a.asname or a.name.split(".")[0]) == name:
-                    return True
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            return True
-        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            return True
-        elif isinstance(node, ast.ExceptHandler) and node.name == name:
-            return True
-        elif isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            return True
-    return False
-
-
-def _literal_all(tree: ast.Module) -> Optional[set]:
-    """A module's ``__all__`` when it is bound once, at top level, to a literal list or tuple of
-    strings and never changed (``__all__ += ...``, ``__all__.append(...)``); else None."""
-    found = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "__all__":
-            return None
-        if isinstance(node, ast.Name) and node.id == "__all__" and not isinstance(node.ctx, ast.Load):
-            if found is not None:
-                return None
-            found = node
-    if found is None:
-        return None
-    stmt = next((st for st in tree.body if isinstance(st, ast.Assign) and found in st.targets), None)
-    if stmt is None or not isinstance(stmt.value, (ast.List, ast.Tuple)) or not all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in stmt.value.elts):
-        return None
-    return {e.value for e in stmt.value.elts}
 
 
 def tf_module_name(imported: dict) -> Optional[str]:

@@ -644,44 +644,7 @@ def test_a_star_import_that_binds_tf_makes_the_call_someone_elses(tmp_path):
     main = write(tmp_path, "m.py", "import tensorflow as tf\nfrom mylib import *\n\n\ndef f(x):\n"
                                    "    y = x * x * x\n    return tf.gradients(y, x)[0]\n")
     (site,) = run([main])["m.py"].sites
-    assert site.code == "TFG128" and "`from mylib import *` (line 2) may bind `tf` to something else" in site.reason
-
-
-_DCGAN_USER = "import tensorflow as tf\nfrom ops import *\n\n\ndef penalty():\n    x = tf.constant([1.0, -2.0])\n" \
-              "    y = x * x * 2.0\n    return tf.gradients(y, x)[0]\n"
-
-
-@pytest.mark.parametrize("ops, utils", [
-    ("import tensorflow as tf\nfrom utils import *\n", "import numpy as np\nimport tensorflow as tf\n"),
-    ("import tensorflow as tf\nfrom utils import *\n", "__all__ = ['show']\n\n\nclass tf:\n    pass\n\n\n"
-                                                         "def show():\n    pass\n"),
-])
-def test_a_star_import_of_a_helper_that_imports_tf_too_leaves_tf_tf(tmp_path, ops, utils):
-    """DCGAN-style code: `from ops import *`, ops.py importing TensorFlow as `tf` and star-importing
-    utils.py in turn (a fresh corpus: every such gradient penalty was refused with a false reason)."""
-    write(tmp_path, "ops.py", ops)
-    write(tmp_path, "utils.py", utils)
-    main = write(tmp_path, "gan.py", _DCGAN_USER)
-    (site,) = run([main])["gan.py"].sites
-    assert site.status == MIGRATED
-
-
-@pytest.mark.parametrize("ops, utils", [
-    ("import tensorflow as tf\nfrom utils import *\n", "class tf:\n    gradients = None\n"),
-    ("import tensorflow as tf\nfrom utils import *\n", None),  # utils.py not found: unknown
-    ("import tensorflow.compat.v1 as tf\n", "x = 1\n"),  # another module than this file's `tf`
-    ("import tensorflow as tf\nfrom utils import *\n", "import numpy as tf\n"),
-    ("import tensorflow as tf\nfrom utils import *\n", "__all__ = ['tf']\ntf = object()\n"),
-    ("import tensorflow as tf\ntf = tf.compat.v1\nexec('tf = 1')\n", "x = 1\n"),
-    ("import tensorflow as tf\n__all__ = ['tf']\n__all__.append('x')\nfor tf in []:\n    pass\n", "x = 1\n"),
-])
-def test_a_star_import_that_may_rebind_tf_still_refuses(tmp_path, ops, utils):
-    write(tmp_path, "ops.py", ops)
-    if utils is not None:
-        write(tmp_path, "utils.py", utils)
-    main = write(tmp_path, "gan.py", _DCGAN_USER)
-    (site,) = run([main])["gan.py"].sites
-    assert site.code == "TFG128" and "may bind `tf`" in site.reason
+    assert site.code == "TFG128" and "`from mylib import *` (line 2) binds `tf`" in site.reason
 
 
 _SHIM_USER = "from .backend import tf\n\n\ndef laplacian(x):\n    y = tf.reduce_sum(tf.sin(x) * x)\n" \

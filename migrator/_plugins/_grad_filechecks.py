@@ -13,7 +13,6 @@ import libcst as cst
 from migrator._plugins._grad_model import Refuse
 from migrator._plugins._grad_values import call_kind, calls_in
 from migrator.pipeline import imported_modules, module_names_for
-from migrator.project_tf import may_bind, tf_binding
 from migrator.tfnames import dotted
 
 
@@ -407,11 +406,9 @@ def eager_guard(an, node) -> Optional[int]:
 
 
 def _star_rebinds(an, here: str) -> Optional[str]:
-    """``from mylib import *`` where ``mylib`` (a project module) may bind the name a gradient
-    call is spelled with (``tf``): the call is mylib's, not TF's (an adversarial run; libcst's
-    scopes do not follow star imports) -- unless every binding of that name, this file's and
-    what the star imports hand on, is one TF module (``from ops import *`` in DCGAN-style code,
-    ops.py importing TensorFlow as ``tf`` too)."""
+    """``from mylib import *`` where ``mylib`` (a project module) binds the name a gradient call is
+    spelled with (``tf``): the call is mylib's, not TF's (an adversarial run; libcst's scopes do not
+    follow star imports)."""
     if "*" not in an.ctx.source:
         return None
     heads = {(dotted(c.node.func) or "").split(".")[0] for c in an.calls if c.node is not None} - {""}
@@ -422,11 +419,25 @@ def _star_rebinds(an, here: str) -> Optional[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             target = an.project.resolve(node.module or "", node.level, here)
-            if target is None:
-                continue  # a library's
-            for head in sorted(heads):
-                if may_bind(an.project, target, head) and not tf_binding(an.project, here, head):
-                    return (f"`from {'.' * node.level}{node.module or ''} import *` (line {node.lineno}) may bind "
-                            f"`{head}` to something else than TensorFlow, so the gradient call may not be TF's; "
-                            "import what is used by name, then re-run")
+            module = an.project.tree(target) if target is not None else None
+            names = _module_bindings(module) if module is not None else set()
+            bound = heads if "*" in names else names & heads
+            if bound:
+                return (f"`from {'.' * node.level}{node.module or ''} import *` (line {node.lineno}) binds "
+                        f"`{sorted(bound)[0]}`, so the gradient call may not be TensorFlow's; import what is "
+                        "used by name, then re-run")
     return None
+
+
+def _module_bindings(tree: ast.Module) -> set:
+    """Names a module binds at its top level (any statement kind), or every name ("*") when it
+    star-imports in turn."""
+    out: set = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] if a.name != "*" else "*" for a in node.names}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+    return out
