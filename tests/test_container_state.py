@@ -440,3 +440,48 @@ def test_a_list_hung_on_the_tf_module_is_still_filled_in_place():
     out, sites = migrate_text(src)
     assert out == src and [s.code for s in sites] == ["TFG130"]
     assert "`tf.cache` is changed in place" in sites[0].reason
+
+
+@pytest.mark.parametrize("put, get", [("tf.store.put(z)", "tf.store.get()"), ("tf.nn.store.put(z)", "tf.nn.store.get()"),
+                                      ("tf.my_put(z)", "tf.my_get()")])
+def test_a_project_object_hung_on_tf_is_still_state(put, get):
+    """An adversarial run: `tf.store = Store()`, then `tf.store.put(z)` before the tape and
+    `tf.store.get()` in it: TF1 [7, 13], a tape [1, 1]."""
+    src = textwrap.dedent(f"""\
+        import tensorflow as tf
+
+
+        def f():
+            x = tf.constant([1.0, 2.0])
+            z = x * x
+            {put}
+            w = x + 1.0
+            y = {get} * 3.0 + w
+            return tf.gradients(y, x)[0]
+        """)
+    out, sites = migrate_text(src)
+    if sites[0].status == MIGRATED:  # the tape must record what was put, as TF1's graph did
+        assert out.index("with tf.GradientTape()") < out.index(put)
+    assert sites[0].status in (MIGRATED, MANUAL)
+
+
+def test_a_deque_hung_on_tf_filled_through_iadd_is_state():
+    src = textwrap.dedent("""\
+        import collections
+        import tensorflow as tf
+
+        tf.q = collections.deque()
+
+
+        def f():
+            x = tf.constant([1.0, 2.0])
+            z = x * x
+            tf.q.rotate(0) or tf.q.__iadd__([z])
+            w = x + 1.0
+            y = tf.q[-1] * 3.0 + w
+            return tf.gradients(y, x)[0]
+        """)
+    out, sites = migrate_text(src)
+    if sites[0].status == MIGRATED:
+        assert out.index("with tf.GradientTape()") < out.index("tf.q.rotate")
+    assert sites[0].status in (MIGRATED, MANUAL)

@@ -45,6 +45,18 @@ _UNBOUND_MUTATORS = frozenset(f"{t}.{m}" for t in ("list", "dict", "set", "colle
                               for m in MUTATING_METHODS)
 
 
+def _library_function(base: str) -> bool:
+    """``tf.add(a, b)``, ``np.random.shuffle``: a function of TF or NumPy (or of one of their
+    modules), not a method filling an object -- but ``tf.q.__iadd__([t])`` on a deque a project
+    hung on ``tf`` is (an adversarial run: TF1 [7, 13], a tape [1, 1])."""
+    parts = base.split(".")
+    return parts[0] in ("tf", "tensorflow", "np", "numpy") and (
+        len(parts) == 1 or len(parts) == 2 and parts[1] in _LIBRARY_MODULES)
+
+
+_LIBRARY_MODULES = frozenset({"math", "sets", "strings", "random", "linalg", "nn", "char", "ma", "compat", "core"})
+
+
 def _root(node: cst.BaseExpression):
     """The name an item or method-result chain starts from: ``c["l"][0]`` and
     ``c.get("l")`` -> ``c``; None for a call of a bare function (``f()[0]``)."""
@@ -291,7 +303,7 @@ class _Collector(cst.CSTVisitor):
         if isinstance(func, cst.Attribute) and func.attr.value in MUTATING_METHODS:
             # `v = acc.pop(0)`, `cache.setdefault(k, v)` inside an expression mutate too
             base = dotted(func.value) or _root(func.value)
-            if base is not None and base.split(".")[0] not in ("tf", "tensorflow", "np", "numpy"):
+            if base is not None and not _library_function(base):
                 self._write(base, False)
             if dotted(func) in _UNBOUND_MUTATORS and node.args:  # `list.append(c["l"], v)`
                 first = dotted(node.args[0].value) or _root(node.args[0].value)

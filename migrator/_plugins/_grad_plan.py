@@ -12,7 +12,7 @@ from typing import Union
 import libcst as cst
 
 from migrator._plugins._aliases import type_method_mutations, widen_mutations
-from migrator._plugins._dataflow import MUTATING_METHODS, Effects, effects, exposed
+from migrator._plugins._dataflow import Effects, effects, exposed
 from migrator._plugins import _grad_per_index as per_index
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_model import STATE, Call, Group, Item, Refuse
@@ -23,16 +23,26 @@ from migrator.tfnames import dotted, tf_name
 BlockNode = Union[cst.Module, cst.IndentedBlock]
 
 
+#: TF module functions called as statements to set a program up; none stores a value on a module
+#: (a list: `tf.store.put(t)`, `tf.my_put(t)` on objects a project hung on `tf` do -- an adversarial run)
+_SETUP_CALLS = frozenset(f"tensorflow.{n}" for n in (
+    "reset_default_graph", "set_random_seed", "random.set_seed", "logging.set_verbosity", "disable_eager_execution",
+    "disable_v2_behavior", "enable_eager_execution", "enable_v2_behavior", "disable_v2_tensorshape",
+    "autograph.set_verbosity", "debugging.set_log_device_placement", "config.run_functions_eagerly",
+    "keras.backend.clear_session", "keras.backend.set_floatx", "keras.backend.set_learning_phase",
+))
+
+
 def _module_functions_mutate_nothing(an, stmt: cst.CSTNode, fx: Effects) -> None:
     """``tf.reset_default_graph()`` calls a function of a TF module, not a method that fills
     ``tf`` (which would make every ``tf.float32`` read after it a value of unknown origin).
-    The call's whole name resolves to a TF API, so what it is called on is a module (not a
-    list the project hung on it: ``tf.cache.append(t)`` still fills ``tf.cache``)."""
+    Only the known set-up calls (``_SETUP_CALLS``): the call's name resolving to TF is not
+    enough, a project may hang its own objects on ``tf`` (``tf.cache.append(t)``)."""
     body = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
     for small in body:
         call = small.value if isinstance(small, cst.Expr) else None
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
-                and call.func.attr.value not in MUTATING_METHODS and tf_name(call, an.qn) is not None:
+                and tf_name(call, an.qn) in _SETUP_CALLS:
             module = dotted(call.func.value)  # `tf`, `tf.logging`, `tf.compat.v1`: a TF module path
             fx.writes.discard(module)
             fx.mutates.discard(module)
