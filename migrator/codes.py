@@ -34,7 +34,7 @@ CODES: dict[str, tuple[str, str]] = {
                "wrap that op in a @tf.custom_gradient function by hand"),
     "TFG109": ("the registered gradient function cannot be followed (passed as a value, registered outside a function) or serves op types it cannot be split for",
                "register one module-level def per op type, or migrate by hand"),
-    "TFG110": ("gradient_override_map is entered outside a single-item with statement (ExitStack, __enter__, several with items)",
+    "TFG110": ("gradient_override_map is entered outside a single-item with statement (through an alias, ExitStack, __enter__, several with items)",
                "use one `with g.gradient_override_map(...):` block around the ops, or migrate by hand with tf.custom_gradient"),
     "TFG111": ("which op a call or operator in the override block makes depends on dtype, static rank, list length or whether an operand is a tensor, and the source does not show it",
                "make the inputs visible (a placeholder or constant with a dtype and shape, a caller in the project), or run with --unsafe-fixes to accept the stated assumption"),

@@ -227,6 +227,8 @@ def scan_tree(tree: ast.AST, lines: Optional[list[int]] = None) -> _Facts:
                     for v in node.args[0].values:
                         if isinstance(v, ast.Constant) and isinstance(v.value, str):
                             facts.mapped_names.add(v.value)
+        elif isinstance(node, ast.Attribute) and node.attr == "gradient_override_map":
+            facts.has_override_block = True  # also `om = g.gradient_override_map` (entered later)
         elif isinstance(node, ast.Import):
             facts.imports |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:

@@ -16,7 +16,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from migrator import files
@@ -220,16 +220,21 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
 
 
 class _Workers:
-    """Pass 2: the files with overrides (``first``), then the rest, which must know the modules
-    whose overrides stayed manual.  In a pool (started once: workers get the index once, and the
-    plugins imported before the fork) the halves overlap: a file of the rest runs on a guess (all of
-    them stayed manual), records the module names its checks ask about (``RunIndex.asked``), and
-    runs again only if the guess was wrong for one of them."""
+    """Pass 2: the files with overrides (``first``), then the rest; the gradient checks of both
+    must know the modules whose overrides stayed manual (``RunIndex.manual_override_modules``).
+
+    Every file runs on a guess first, recording the module names its checks ask about
+    (``RunIndex.asked``), and runs again, knowing them, only where the guess was wrong for one
+    of those names: the first half on "none stayed manual", the rest -- in a pool, alongside the
+    first half -- on "every override pass 1 saw stayed manual" (as in most large trees).  A run
+    on a guess writes nothing: when files are rewritten in place, the first half runs once to
+    learn, once to write, and the rest after it (the pool and -j 1 give the same outcome)."""
 
     def __init__(self, index: RunIndex, run_opts: RunOptions, n: int) -> None:
         self.index, self.run_opts = index, run_opts
         self.jobs = min(run_opts.jobs, n)
         self.pool: Optional[ProcessPoolExecutor] = None
+        self.counted: set[str] = set()  # files the progress callback was told about
 
     def __enter__(self) -> "_Workers":
         if self.jobs > 1:
@@ -241,23 +246,37 @@ class _Workers:
             self.pool.shutdown()
 
     def run_halves(self, first: list[str], rest: list[str], left_manual, progress) -> list[FileResult]:
-        if self.jobs <= 1:
-            done = _sequential(first, self.index, self.run_opts, progress)
-            self.index.manual_override_modules |= _modules(r for r in done if left_manual(r))
-            return done + _sequential(rest, self.index, self.run_opts, progress)
-        # the guess for the rest: every override pass 1 saw stays manual (as in most large trees)
+        writes = self.run_opts.mode == WRITE
+        none: frozenset = frozenset()
         seen = {r.path for regs in self.index.registrations.values() for r in regs}
         guess = frozenset(self.index.override_modules | _modules(FileResult(p) for p in seen))
-        ran = self._pooled([(p, frozenset(), False) for p in first] + [(p, guess, True) for p in rest], progress)
+        ahead = self.jobs > 1 and not writes
+        work = [(p, none, True, writes) for p in first] + ([(p, guess, True, False) for p in rest] if ahead else [])
+        ran = self._run(work, progress)
         manual = frozenset(_modules(ran[p][0] for p in first if left_manual(ran[p][0])))
-        again = [p for p in rest if _guessed_wrong(ran[p][1], guess, manual)]
-        if again:
-            ran.update(self._pooled([(p, manual, False) for p in again], None))
+        again = [(p, manual, False, False) for p in first if writes or _guessed_wrong(ran[p][1], none, manual)]
+        if ahead:
+            again += [(p, manual, False, False) for p in rest if _guessed_wrong(ran[p][1], guess, manual)]
+        else:
+            again += [(p, manual, False, False) for p in rest]
+        ran.update(self._run(again, progress))
         return [ran[p][0] for p in first + rest]
 
-    def _pooled(self, work: list[tuple[str, frozenset, bool]], progress) -> dict[str, tuple]:
-        """{path: (result, module names asked about)} for (path, manual modules, whether that is a guess)."""
+    def _run(self, work: list[tuple], progress) -> dict[str, tuple]:
+        """{path: (result, module names asked about)} for (path, manual modules, whether that is a
+        guess, whether to write nothing); ``progress(1)`` once per file, the first time it is done."""
         done: dict[str, tuple] = {}
+
+        def finished(path: str, out: tuple) -> None:
+            done[path] = out
+            if progress and path not in self.counted:
+                self.counted.add(path)
+                progress(1)
+
+        if self.jobs <= 1 or len(work) <= 1:
+            for w in work:
+                finished(w[0], _migrate_one(self.index, self.run_opts, *w))
+            return done
         sizes = self.index.sources
         work = sorted(work, key=lambda w: -len(sizes.get(w[0], "")))  # the longest first: a shorter tail
         try:
@@ -266,20 +285,16 @@ class _Workers:
             futures = {w[0]: self.pool.submit(_migrate_in_worker, *w) for w in work}
             for p, fut in futures.items():
                 try:
-                    done[p] = fut.result()
+                    finished(p, fut.result())
                 except BrokenProcessPool:
                     break
-                if progress:
-                    progress(1)
         except BrokenProcessPool:
             pass
         if len(done) < len(work):
             self.pool = None  # broken: a later call starts a fresh one
         for w in work:  # a worker died (not an exception): retry the rest one by one
             if w[0] not in done:
-                done[w[0]] = _isolated(w, self.index, self.run_opts)
-                if progress:
-                    progress(1)
+                finished(w[0], _isolated(w, self.index, self.run_opts))
         return done
 
 
@@ -290,6 +305,18 @@ def _modules(results) -> set[str]:
 def _guessed_wrong(asked: frozenset, guess: frozenset, manual: frozenset) -> bool:
     """Whether a file run on ``guess`` asked about a module the guess got wrong."""
     return guess != manual if ASKED_ALL in asked else bool(asked & (guess ^ manual))
+
+
+def _migrate_one(index: RunIndex, run_opts: RunOptions, path: str, manual: frozenset, guess: bool,
+                 dry: bool) -> tuple[FileResult, frozenset]:
+    """One file, given the modules whose overrides stayed manual (or a guess at them: then what
+    it asked about comes back too); ``dry``: write nothing (a guess that may be wrong)."""
+    index.manual_override_modules = set(manual)
+    index.asked = set() if guess else None
+    result = migrate_file(path, index, replace(run_opts, mode=CHECK) if dry else run_opts)
+    asked = frozenset(index.asked or ())
+    index.asked = None
+    return result, asked
 
 
 def _preload_plugins() -> None:
@@ -309,28 +336,14 @@ def _init_worker(index: RunIndex, run_opts: RunOptions) -> None:
     _WORKER_STATE = (index, run_opts)
 
 
-def _migrate_in_worker(path: str, manual: frozenset, guess: bool) -> tuple[FileResult, frozenset]:
-    """One file, given the modules whose overrides stayed manual (or a guess at them: then
-    what it asked about comes back too)."""
+def _migrate_in_worker(path: str, manual: frozenset, guess: bool, dry: bool) -> tuple[FileResult, frozenset]:
     index, run_opts = _WORKER_STATE
-    index.manual_override_modules = set(manual)
-    index.asked = set() if guess else None
-    result = migrate_file(path, index, run_opts)
-    return result, frozenset(index.asked or ())
+    return _migrate_one(index, run_opts, path, manual, guess, dry)
 
 
 def _pool(workers: int, index: RunIndex, run_opts: RunOptions) -> ProcessPoolExecutor:
     """A pool whose workers receive the index once, not with every file."""
     return ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(index, run_opts))
-
-
-def _sequential(paths: list[str], index: RunIndex, run_opts: RunOptions, progress) -> list[FileResult]:
-    out = []
-    for p in paths:
-        out.append(migrate_file(p, index, run_opts))
-        if progress:
-            progress(1)
-    return out
 
 
 def _isolated(work: tuple, index: RunIndex, run_opts: RunOptions) -> tuple:

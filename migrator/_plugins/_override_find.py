@@ -35,7 +35,8 @@ class Collector(cst.CSTVisitor):
         self.tf_aliases: list[str] = []  # names bound to the tensorflow module at top level
         self.calls_by_name: dict[str, list[tuple[cst.Call, Scope]]] = {}
         self.block_calls: set[cst.Call] = set()  # the calls that head a single-item with
-        self.escaping: list[tuple[cst.Call, Scope, int, int]] = []
+        self.escaping: list[tuple[cst.BaseExpression, Scope, int, int]] = []  # (the graph, ...)
+        self._called: set[int] = set()  # ids of the funcs of calls seen
         self.graph_withs: list[cst.With] = []  # `with <tf graph>.as_default():` statements
         self.api_patch = None  # a statement that replaces something on a TF module (set by the planner)
 
@@ -198,6 +199,7 @@ class Collector(cst.CSTVisitor):
             self.scope.assigns.setdefault(key, []).append((node, node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._called.add(id(node.func))  # visited before the func itself (visit_Attribute)
         if isinstance(node.func, cst.Name):
             self.calls_by_name.setdefault(node.func.value, []).append((node, self.scope))
         elif (
@@ -207,7 +209,14 @@ class Collector(cst.CSTVisitor):
         ):
             # entered some other way: the override's extent cannot be read from the source
             pos = self.positions[node]
-            self.escaping.append((node, self.scope, pos.start.line, pos.start.column + 1))
+            self.escaping.append((node.func.value, self.scope, pos.start.line, pos.start.column + 1))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "gradient_override_map" and id(node) not in self._called:
+            # `om = g.gradient_override_map`, then `with om({...}):` (an adversarial run: importers
+            # of that file were migrated, and the tape ignored the override)
+            pos = self.positions[node]
+            self.escaping.append((node.value, self.scope, pos.start.line, pos.start.column + 1))
 
     def _enter_compound(self, node: cst.CSTNode) -> None:
         self.compound[-1].append(node)

@@ -341,8 +341,8 @@ def _report_refusals(p: Planner, refused: dict) -> None:
         reason = f"{e.reason}; {tf2 or advice}" if (tf2 or advice) and not says_what_to_do else e.reason
         p.sites.append(Site(OVERRIDE_MAP, e.code, b.line, b.col, MANUAL, reason))
         p.ctx.facts.setdefault("manual_overrides", []).append(b.line)
-    for call, scope, line, col_ in p.col.escaping:
-        if not p.prover.is_graph(call.func.value, scope):
+    for graph, scope, line, col_ in p.col.escaping:
+        if not p.prover.is_graph(graph, scope):
             continue  # a look-alike method that is not entered by a with: nothing to say
         reason = f"{codes.title('TFG110')}; {codes.advice('TFG110')}"
         p.sites.append(Site(OVERRIDE_MAP, "TFG110", line, col_, MANUAL, reason))
