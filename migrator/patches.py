@@ -17,7 +17,8 @@ from migrator.astwalk import walk_near
 def gradients_patch_nodes(tree: ast.AST, lines: Optional[list[int]] = None) -> list[ast.AST]:
     """Statements that rebind ``gradients`` on some module object: ``tf.gradients = f``,
     ``tf.__dict__["gradients"] = f``, ``setattr(tf, "gradients", f)``,
-    ``gradients_impl.gradients = f`` (only those on ``lines``, the lines that say ``gradients``)."""
+    ``gradients_impl.gradients = f``, ``gradients_util._GradientsHelper = f`` (only those on
+    ``lines``, the lines that say ``gradients`` or ``GradientsHelper``)."""
     out = []
     for node in walk_near(tree, lines):
         targets = []
@@ -26,22 +27,30 @@ def gradients_patch_nodes(tree: ast.AST, lines: Optional[list[int]] = None) -> l
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             targets = [node.target]
         for t in targets:
-            if isinstance(t, ast.Attribute) and t.attr == "gradients" and isinstance(t.value, (ast.Name, ast.Attribute)) \
+            if isinstance(t, ast.Attribute) and t.attr in GRADIENT_ENTRY_POINTS \
+                    and isinstance(t.value, (ast.Name, ast.Attribute)) \
                     and not (isinstance(t.value, ast.Name) and t.value.id == "self"):
                 out.append(node)
-            elif isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "gradients":
+            elif isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) \
+                    and t.slice.value in GRADIENT_ENTRY_POINTS:
                 if _is_namespace(t.value):
                     out.append(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
-                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "gradients":
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and node.args[1].value in GRADIENT_ENTRY_POINTS:
             out.append(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
                 and _is_namespace(node.func.value) \
-                and (any(isinstance(k, ast.Constant) and k.value == "gradients"
+                and (any(isinstance(k, ast.Constant) and k.value in GRADIENT_ENTRY_POINTS
                          for a in node.args if isinstance(a, ast.Dict) for k in a.keys)
-                     or any(kw.arg == "gradients" for kw in node.keywords)):
+                     or any(kw.arg in GRADIENT_ENTRY_POINTS for kw in node.keywords)):
             out.append(node)
     return out
+
+
+#: what tf.gradients runs: replacing the internal helper changes it too (an adversarial run:
+#: `gradients_util._GradientsHelper = mine`)
+GRADIENT_ENTRY_POINTS = frozenset({"gradients", "_GradientsHelper"})
 
 
 def _is_namespace(node: ast.AST) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -36,6 +37,21 @@ _IMPORT_WORD = re.compile(rb"\bimport\b")
 _LITERALS = (b"gradient_override_map", b"RegisterGradient", b"parallel_for", b"py_func")
 
 
+_API_WORDS = ("gradient_override_map", "RegisterGradient", "gradients", "hessians", "jacobian", "py_func",
+              "parallel_for")
+
+
+def _normalized_words(text: str) -> list[str]:
+    """API words Python would read in ``text`` but that are spelled with compatibility characters
+    (fullwidth letters...): identifiers are NFKC-normalized by the parser."""
+    normal = unicodedata.normalize("NFKC", text)
+    return [w for w in _API_WORDS if normal.count(w) > text.count(w)]
+
+
+def _compatibility_spelled(data: bytes) -> bool:
+    return bool(_normalized_words(data.decode("utf-8", "replace")))
+
+
 def may_have_sites(data: bytes) -> bool:
     """``PREFILTER.search(data)``, about 20 times faster: substring tests first, and the
     ``gradients`` spellings checked only around each occurrence of the word (the regex
@@ -43,6 +59,8 @@ def may_have_sites(data: bytes) -> bool:
     the corpus)."""
     if any(w in data for w in _LITERALS):
         return True
+    if not data.isascii() and _compatibility_spelled(data):
+        return True  # `tf.ｇradient_override_map`: Python reads it as gradient_override_map
     if b"hessians" in data and re.search(rb"\bhessians\b", data):
         return True
     if b"jacobian" in data and re.search(rb"jacobian\s*\(", data):
@@ -370,6 +388,11 @@ def migrate_text(
     from migrator._cstwalk import read_only_visits
     from migrator._plugins import plugins
 
+    if not source.isascii() and _normalized_words(source):
+        word = _normalized_words(source)[0]
+        raise FileError(f"`{word}` is spelled with compatibility characters (fullwidth letters or the like), which "
+                        "Python reads as the ASCII name but the migrator does not; normalize the identifiers "
+                        "(unicodedata NFKC) and re-run; left unchanged")
     if path in index.too_deep:
         raise FileError("nested too deeply to parse safely (ast gave up; libcst's parser can crash on it); left "
                         "unchanged")

@@ -35,7 +35,7 @@ ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 MAX_FILES = 20000
 MAX_BYTES = 5 * 1024 * 1024
 #: text that may rebind ``gradients`` on a module (confirmed with ast before it counts)
-_GRADIENTS_WORD = re.compile("gradients")
+_GRADIENTS_WORD = re.compile("gradients|GradientsHelper")
 PATCH_HINT = r"""\.gradients\s*=[^=]|["']gradients["']\s*\]\s*=|setattr\(|\.update\("""
 
 
@@ -298,10 +298,11 @@ class Project:
     def gradients_patches(self) -> Optional[list[Location]]:
         """Statements anywhere in the project that replace ``tf.gradients`` (None: unknown)."""
         hits = self.grep(b"gradients", PATCH_HINT)
-        if hits is None:
+        helper = self.grep(b"_GradientsHelper", r"_GradientsHelper\W*(\]\s*)?=[^=]|setattr\(|\.update\(")
+        if hits is None or helper is None:
             return None
         out: list[Location] = []
-        for p in hits:
+        for p in sorted(set(hits) | set(helper)):
             tree = self.tree(p)
             if tree is not None:
                 lines = hit_lines(self.text(p) or "", _GRADIENTS_WORD)

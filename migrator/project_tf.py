@@ -54,7 +54,7 @@ def tf_binding(project, path: str, name: str, depth: int = 0) -> Optional[set]:
 
 def _binding(project, path: str, name: str, depth: int) -> Optional[set]:
     tree = project.tree(path)
-    if tree is None or _dynamic(tree):
+    if tree is None or dynamic_bindings(tree):
         return None
     targets: set = set()
     for node in ast.walk(tree):
@@ -138,15 +138,30 @@ def _dotted(node: ast.AST) -> str:
     return ".".join([node.id] + list(reversed(parts)))
 
 
-def _dynamic(tree: ast.Module) -> bool:
+def dynamic_bindings(tree: ast.Module) -> bool:
+    """The module may bind names its statements do not show: a star import, ``globals()``,
+    ``sys.modules`` (through any alias of ``sys``), ``importlib.import_module(__name__).x = ``,
+    a ``__dict__``, a module-level ``__getattr__`` (PEP 562), ``del``, a walrus, ``match``."""
+    sys_names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                 if a.name == "sys"} | {"sys"}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ("__getattr__", "__dir__"):
+            return True
     for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "modules" for a in node.names):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return True
+        if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in (
+                "import_module", "reload"):
+            return True
         if isinstance(node, (ast.Delete, ast.Match)) or isinstance(node, ast.ImportFrom) and \
                 any(a.name == "*" for a in node.names):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_BINDERS:
             return True
         if isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
-                and node.value.id == "sys":
+                and node.value.id in sys_names:
             return True
         if isinstance(node, ast.NamedExpr):
             return True

@@ -41,6 +41,21 @@ def test_a_patch_in_a_module_outside_the_run_keeps_every_call(tmp_path):
     assert (site.status, site.code) == (MANUAL, "TFG131") and "patch.py:3" in site.reason
 
 
+@pytest.mark.parametrize("patch", ["gu._GradientsHelper = mine\n", "setattr(gu, '_GradientsHelper', mine)\n",
+                                   "vars(gu)['_GradientsHelper'] = mine\n"])
+def test_replacing_the_helper_tf_gradients_runs_is_a_patch(tmp_path, patch):
+    """`gradients_util._GradientsHelper = mine` changes what tf.gradients computes, which a tape
+    would bypass (an adversarial run)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "pkg/patch.py", "from tensorflow.python.ops import gradients_util as gu\n"
+                                    "_orig = gu._GradientsHelper\n\n\ndef mine(*a, **k):\n"
+                                    "    return [g * 2.0 for g in _orig(*a, **k)]\n\n\n" + patch)
+    user = write(tmp_path, "pkg/train.py", GRAD_USER)
+    write(tmp_path, "pkg/main.py", "import patch\nimport train\n")
+    (site,) = run([user])["train.py"].sites
+    assert (site.status, site.code) == (MANUAL, "TFG131") and "patch.py:9" in site.reason
+
+
 def test_an_override_in_an_imported_module_outside_the_run_is_read_from_disk(tmp_path):
     (tmp_path / ".git").mkdir()
     write(tmp_path, "nets/layers.py", """\
@@ -645,6 +660,24 @@ def test_a_star_import_that_binds_tf_makes_the_call_someone_elses(tmp_path):
                                    "    y = x * x * x\n    return tf.gradients(y, x)[0]\n")
     (site,) = run([main])["m.py"].sites
     assert site.code == "TFG128" and "`from mylib import *` (line 2) binds `tf`" in site.reason
+
+
+@pytest.mark.parametrize("ops", [
+    "import importlib\nfrom fakes import FAKE as _F\nimportlib.import_module(__name__).tf = _F\n",
+    "import sys as _s\nfrom fakes import FAKE as _F\n_s.modules[__name__].tf = _F\n",
+    "from fakes import FAKE as _F\n\n\ndef __getattr__(name):\n    return _F\n",
+    "import ops as _me\nfrom fakes import FAKE as _F\n_me.__dict__.update(tf=_F)\n",
+])
+def test_a_star_imported_module_that_binds_names_dynamically_may_bind_tf(tmp_path, ops):
+    """Names the module's statements do not show (an adversarial run: `from ops import *` handed
+    on a fake `tf` whose gradients doubled TF's)."""
+    write(tmp_path, "fakes.py", "import tensorflow as _tf\nFAKE = _tf\n")
+    write(tmp_path, "ops.py", ops + "\n\ndef lin(x):\n    return x * 3.0\n")
+    main = write(tmp_path, "main.py", "import tensorflow as tf\nfrom ops import *\n\n\ndef f():\n"
+                                      "    x = tf.constant([1.0, 2.0])\n    y = lin(x) * x\n"
+                                      "    return tf.gradients(y, x)[0]\n")
+    (site,) = run([main])["main.py"].sites
+    assert site.code == "TFG128"
 
 
 _SHIM_USER = "from .backend import tf\n\n\ndef laplacian(x):\n    y = tf.reduce_sum(tf.sin(x) * x)\n" \

@@ -154,3 +154,15 @@ def test_an_override_map_entered_through_an_alias_is_an_override(tmp_path):
     res = runner.run(sorted(str(p) for p in tmp_path.iterdir()), runner.RunOptions(mode=runner.CHECK))
     assert "TFG110" in [s.code for s in res.results[0].sites]
     assert [s.code for s in res.results[1].sites] == ["TFG122"]
+
+
+def test_an_api_spelled_with_fullwidth_letters_is_an_error_not_a_miss(tmp_path):
+    """Python reads `tf.ｇradient_override_map` as gradient_override_map (NFKC); the migrator
+    did not, and migrated the tf.gradients under it (an adversarial run: TF1 [4, 8], [2, 4])."""
+    src = ("import tensorflow as tf\n\n\n@tf.\uff32egisterGradient('T')\ndef _t(op, grad):\n    return grad * 3.0\n\n\n"
+           "def g():\n    x = tf.constant([1.0, 2.0])\n    with tf.get_default_graph().\uff47radient_override_map("
+           "{'Identity': 'T'}):\n        y = tf.identity(x) * x\n    return tf.gradients(y, x)[0]\n")
+    path = tmp_path / "m.py"
+    path.write_text(src, encoding="utf-8")
+    (res,) = runner.run([str(path)], runner.RunOptions(mode=runner.WRITE)).results
+    assert "compatibility characters" in res.error and path.read_text(encoding="utf-8") == src

@@ -13,6 +13,7 @@ import libcst as cst
 from migrator._plugins._grad_model import Refuse
 from migrator._plugins._grad_values import call_kind, calls_in
 from migrator.pipeline import imported_modules, module_names_for
+from migrator.project_tf import dynamic_bindings
 from migrator.tfnames import dotted
 
 
@@ -432,6 +433,8 @@ def _star_rebinds(an, here: str) -> Optional[str]:
 def _module_bindings(tree: ast.Module) -> set:
     """Names a module binds at its top level (any statement kind), or every name ("*") when it
     star-imports in turn."""
+    if dynamic_bindings(tree):
+        return {"*"}  # `importlib.import_module(__name__).tf = fake`, `sys.modules`, PEP 562 (an adversarial run)
     out: set = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
