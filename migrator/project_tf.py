@@ -41,20 +41,21 @@ def imported_tf_names(project, path: str, source: str) -> dict:
     return out
 
 
-def tf_binding(project, path: str, name: str, depth: int = 0) -> Optional[set]:
+def tf_binding(project, path: str, name: str, depth: int = 0, stars=None) -> Optional[set]:
     """The TF names module-level ``name`` of project file ``path`` is bound to, when every
-    binding of it is TF and they are one TF name; else None."""
+    binding of it is TF and they are one TF name; else None.  ``stars`` (``project_star.
+    star_binding``) follows star imports; without it, a star import is unknown."""
     cache = project.__dict__.setdefault("_tf_bindings", {})
-    key = (path, name)
+    key = (path, name, stars is not None)
     if key not in cache:
         cache[key] = None  # a cycle of re-exports: nothing
-        cache[key] = _binding(project, path, name, depth) if depth < 4 else None
+        cache[key] = _binding(project, path, name, depth, stars) if depth < 4 else None
     return cache[key]
 
 
-def _binding(project, path: str, name: str, depth: int) -> Optional[set]:
+def _binding(project, path: str, name: str, depth: int, stars=None) -> Optional[set]:
     tree = project.tree(path)
-    if tree is None or dynamic_bindings(tree):
+    if tree is None or dynamic_bindings(tree, stars=stars is None):
         return None
     targets: set = set()
     for node in ast.walk(tree):
@@ -62,7 +63,16 @@ def _binding(project, path: str, name: str, depth: int) -> Optional[set]:
             return None
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             return None
+        if stars is not None and isinstance(node, ast.Attribute) and node.attr == name \
+                and not isinstance(node.ctx, ast.Load):
+            return None  # `_me.tf = fake` on the module object (`import ops as _me`): an adversarial run
     for stmt in _module_statements(tree):
+        if stars is not None and isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+            further = stars(project, path, stmt, name, depth + 1)
+            if further is None:
+                return None
+            targets |= further
+            continue
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
                 if (a.asname or a.name.split(".")[0]) == name:
@@ -138,8 +148,9 @@ def _dotted(node: ast.AST) -> str:
     return ".".join([node.id] + list(reversed(parts)))
 
 
-def dynamic_bindings(tree: ast.Module) -> bool:
-    """The module may bind names its statements do not show: a star import, ``globals()``,
+def dynamic_bindings(tree: ast.Module, stars: bool = True) -> bool:
+    """The module may bind names its statements do not show: a star import (unless ``stars``
+    is false: the caller follows them), ``globals()``,
     ``sys.modules`` (through any alias of ``sys``), ``importlib.import_module(__name__).x = ``,
     a ``__dict__``, a module-level ``__getattr__`` (PEP 562), ``del``, a walrus, ``match``."""
     sys_names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
@@ -155,7 +166,7 @@ def dynamic_bindings(tree: ast.Module) -> bool:
         if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in (
                 "import_module", "reload"):
             return True
-        if isinstance(node, (ast.Delete, ast.Match)) or isinstance(node, ast.ImportFrom) and \
+        if isinstance(node, (ast.Delete, ast.Match)) or stars and isinstance(node, ast.ImportFrom) and \
                 any(a.name == "*" for a in node.names):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_BINDERS:
@@ -166,6 +177,19 @@ def dynamic_bindings(tree: ast.Module) -> bool:
         if isinstance(node, ast.NamedExpr):
             return True
     return False
+
+
+def _only_local_dynamics(tree: ast.Module) -> bool:
+    """The module's dynamic bindings are ones that cannot reach another module's names: a
+    walrus, ``del`` of a local, ``match``, ``globals()``/``locals()`` of its own."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("__dict__", "modules"):
+            return False
+        if isinstance(node, ast.Call):
+            called = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+            if called in ("import_module", "reload", "vars", "exec", "eval", "__import__"):
+                return False
+    return True
 
 
 def tf_module_name(imported: dict) -> Optional[str]:
@@ -185,12 +209,18 @@ def rebound_elsewhere(project, path: str, heads: set) -> set:
         return set()
     here = os.path.abspath(path)
     files: set = set()
-    for word in sorted(heads) + ["sys.modules", "setattr"]:
-        files |= set(project.grep(word.encode()) or [])
+    for word in sorted(heads) + ["modules", "setattr", "__dict__", "import_module"]:
+        hits = project.grep(word.encode())
+        if hits is None:
+            return set(heads)  # the project is too big to look through: any of them may be
+        files |= set(hits)
     out: set = set()
     for p in sorted(files - {here}):
         tree = project.tree(p)
         if tree is None or not project.may_run_together(here, p):
+            continue
+        if dynamic_bindings(tree, stars=False) and not _only_local_dynamics(tree):
+            out |= set(heads)  # `sys.modules[...]`, `vars(m)`, `importlib.import_module(...).x = `
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in heads \

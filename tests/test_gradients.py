@@ -572,6 +572,19 @@ def marker(path, key):
     return []
 
 def execute(path):
+    # helper modules beside the fixture (`from ops import *`): importable, and not another fixture's
+    import os
+    folder = os.path.dirname(os.path.abspath(path))
+    for f in os.listdir(folder):
+        if f.endswith(".py") and f not in ("before.py", "after.py"):
+            sys.modules.pop(f[:-3], None)
+    sys.path.insert(0, folder)
+    try:
+        return _execute(path)
+    finally:
+        sys.path.remove(folder)
+
+def _execute(path):
     if mode != "fn":
         return runpy.run_path(path)
     tree = ast.parse(open(path).read())

@@ -4,7 +4,6 @@ Each function takes the plugin's per-file analysis ``an`` (a ``GradientRewrite``
 """
 from __future__ import annotations
 
-import ast
 import os
 from typing import Optional
 
@@ -13,7 +12,7 @@ import libcst as cst
 from migrator._plugins._grad_model import Refuse
 from migrator._plugins._grad_values import call_kind, calls_in
 from migrator.pipeline import imported_modules, module_names_for
-from migrator.project_tf import dynamic_bindings
+from migrator.project_star import star_rebinding
 from migrator.tfnames import dotted
 
 
@@ -407,40 +406,10 @@ def eager_guard(an, node) -> Optional[int]:
 
 
 def _star_rebinds(an, here: str) -> Optional[str]:
-    """``from mylib import *`` where ``mylib`` (a project module) binds the name a gradient call is
-    spelled with (``tf``): the call is mylib's, not TF's (an adversarial run; libcst's scopes do not
-    follow star imports)."""
+    """``from mylib import *`` where ``mylib`` (a project module) may bind the name a gradient
+    call is spelled with (``tf``) to something else than this file's TF import: the call is
+    mylib's, not TF's (an adversarial run; libcst's scopes do not follow star imports)."""
     if "*" not in an.ctx.source:
         return None
     heads = {(dotted(c.node.func) or "").split(".")[0] for c in an.calls if c.node is not None} - {""}
-    try:
-        tree = ast.parse(an.ctx.source)
-    except (SyntaxError, ValueError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            target = an.project.resolve(node.module or "", node.level, here)
-            module = an.project.tree(target) if target is not None else None
-            names = _module_bindings(module) if module is not None else set()
-            bound = heads if "*" in names else names & heads
-            if bound:
-                return (f"`from {'.' * node.level}{node.module or ''} import *` (line {node.lineno}) binds "
-                        f"`{sorted(bound)[0]}`, so the gradient call may not be TensorFlow's; import what is "
-                        "used by name, then re-run")
-    return None
-
-
-def _module_bindings(tree: ast.Module) -> set:
-    """Names a module binds at its top level (any statement kind), or every name ("*") when it
-    star-imports in turn."""
-    if dynamic_bindings(tree):
-        return {"*"}  # `importlib.import_module(__name__).tf = fake`, `sys.modules`, PEP 562 (an adversarial run)
-    out: set = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out |= {(a.asname or a.name).split(".")[0] if a.name != "*" else "*" for a in node.names}
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            out.add(node.id)
-    return out
+    return star_rebinding(an.project, here, an.ctx.source, heads)
