@@ -467,6 +467,25 @@ def test_a_source_made_by_a_one_tensor_tf_function_needs_no_flatten():
     assert "g = " not in out and "return tape.gradient(y, xadv)\n" in out and "nest" not in out
 
 
+def test_the_tape_opens_where_a_fresh_source_is_made():
+    """A gradient penalty: lines before `interpolates` is made are on no path from it, so the
+    tape opens there, as written by hand (it wrapped the whole build_model of a real WGAN-GP)."""
+    out, sites = migrate("""\
+        import tensorflow as tf
+
+
+        def penalty(real, fake, critic):
+            alpha = tf.random_uniform([2, 1])
+            differences = fake - real
+            interpolates = real + alpha * differences
+            d = critic(interpolates)
+            return tf.gradients(d, [interpolates])[0]
+        """)
+    assert only(sites).status == MIGRATED
+    assert ("    differences = fake - real\n    with tf.GradientTape() as tape:\n"
+            "        interpolates = real + alpha * differences\n        tape.watch(interpolates)\n") in out
+
+
 def test_manual_call_is_never_moved_into_another_tape():
     src = textwrap.dedent(
         """\

@@ -109,6 +109,11 @@ class Prover(WatchProof, CallsProof):
         # the slice holds every line whose writes (names, objects, program state) reach the
         # targets, so a tape over it records every op a path from a source can use
         s = min(i for i in S if not flat[i].inert)
+        if all_fresh and fresh:
+            # a line that runs before the first source is made is on no path from a source: the
+            # tape starts at that source, as written by hand (not around the whole forward pass)
+            later = [i for i in S if i >= min(fresh.values()) and not flat[i].inert]
+            s = max(s, min(later)) if later else s
         e = max(S)
         c.region = (s, e)
         self.sources_now = sources
