@@ -752,3 +752,32 @@ def test_nested_registrations_of_the_same_name_in_two_functions_are_separate():
         textwrap.dedent(body.format(f="g", op="RevB"))
     out, sites = migrate_text(src, "m.py")
     assert [s.status for s in sites] == [MIGRATED] * 4, [(s.code, s.reason) for s in sites]
+
+
+# -- an adversarial run on the override rewrites (each gave other gradients once migrated) --
+
+_ADVERSARIAL_BLOCKS = {
+    'o10_sorted_key': 'import tensorflow as tf\n\nmade = []\n\n\ndef key(t):\n    made.append(tf.sign(t))\n    return 0\n\n\ndef f(x):\n    real = tf.cast(x, tf.float32)\n    g = tf.get_default_graph()\n    with g.gradient_override_map({"Sign": "Identity"}):\n        a = tf.sign(real)\n        sorted([real], key=key)\n    return a + 3.0 * made[0]\n',
+    'o24_atrous_rate2': 'import tensorflow as tf\n\n\n@tf.RegisterGradient("BatchCountGrad")\ndef _batch_count_grad(op, grad):\n    x, w = op.inputs\n    n = tf.cast(tf.shape(x)[0], tf.float32)\n    return [tf.ones_like(x) * n, tf.zeros_like(w)]\n\n\ndef f(x, w):\n    with tf.get_default_graph().gradient_override_map({"Conv2D": "BatchCountGrad"}):\n        return tf.nn.atrous_conv2d(x, w, 2, "SAME")\n',
+    'o27_convert_image_same_cast': 'import tensorflow as tf\n\n\n@tf.RegisterGradient("TripleCastGrad")\ndef _triple_cast_grad(op, grad):\n    return 3.0 * tf.cast(grad, op.inputs[0].dtype)\n\n\ndef f(x):\n    with tf.get_default_graph().gradient_override_map({"Cast": "TripleCastGrad"}):\n        return tf.image.convert_image_dtype(x, tf.float32)\n',
+    'o31_gather_nd_batch': 'import tensorflow as tf\n\n\n@tf.RegisterGradient("GatherNdTwice")\ndef _gather_nd_twice(op, grad):\n    params, idx = op.inputs\n    return [2.0 * tf.scatter_nd(idx, grad, tf.shape(params, out_type=idx.dtype)), None]\n\n\ndef f(p):\n    with tf.get_default_graph().gradient_override_map({"GatherNd": "GatherNdTwice"}):\n        return tf.gather_nd(p, [[0], [2]], batch_dims=1)\n',
+    'o35_genexp_unpack': 'import tensorflow as tf\n\n\ndef f(x):\n    real = tf.cast(x, tf.float32)\n    pair = (tf.sign(t) for t in (real, 2.0 * real))\n    g = tf.get_default_graph()\n    with g.gradient_override_map({"Sign": "Identity"}):\n        a = tf.sign(real)\n        b, c = pair\n    return a + 3.0 * b + c\n',
+    'o37_custom_append': 'import tensorflow as tf\n\n\nclass Collector(object):\n    def __init__(self):\n        self.items = []\n\n    def append(self, t):\n        self.items.append(tf.sign(t))\n\n\ndef f(x):\n    real = tf.cast(x, tf.float32)\n    col = Collector()\n    g = tf.get_default_graph()\n    with g.gradient_override_map({"Sign": "Identity"}):\n        a = tf.sign(real)\n        col.append(real)\n    return a + 3.0 * col.items[0]\n',
+    'o42_str_dunder': 'import tensorflow as tf\n\n\nclass Layer(object):\n    def __init__(self, x):\n        self.x = x\n        self.out = None\n\n    def __len__(self):\n        self.out = tf.sign(self.x)\n        return 1\n\n\ndef f(x):\n    real = tf.cast(x, tf.float32)\n    layer = Layer(real)\n    g = tf.get_default_graph()\n    with g.gradient_override_map({"Sign": "Identity"}):\n        a = tf.sign(real)\n        n = len(layer)\n    return a + 3.0 * layer.out * n\n',
+    'o47_resource_read': 'import tensorflow as tf\n\n\n@tf.RegisterGradient("NegGrad")\ndef _neg_grad(op, grad):\n    return -grad\n\n\ndef build():\n    w = tf.get_variable("w", initializer=tf.constant([1.0, -2.0, 0.5]), use_resource=True)\n    with tf.get_default_graph().gradient_override_map({"ReadVariableOp": "NegGrad", "Sign": "Identity"}):\n        y = tf.sign(w) + w * 2.0\n    return w, y\n',
+    'o54_maxpool_v2_rank5': 'import tensorflow as tf\n\n\n@tf.RegisterGradient("PoolOnes")\ndef _pool_ones(op, grad):\n    return 7.0 * tf.ones_like(op.inputs[0])\n\n\ndef _pool(x):\n    with tf.get_default_graph().gradient_override_map({"MaxPool": "PoolOnes"}):\n        return tf.nn.max_pool_v2(x, 2, 2, "SAME")\n',
+    'o58_pyfunc_int_output': 'import numpy as np\nimport tensorflow as tf\n\n\ndef py_func(func, inp, Tout, stateful=True, name=None, grad=None):\n    rnd_name = "PyFuncGrad" + str(np.random.randint(0, 1e8))\n    tf.RegisterGradient(rnd_name)(grad)\n    g = tf.get_default_graph()\n    with g.gradient_override_map({"PyFunc": rnd_name}):\n        return tf.py_func(func, inp, Tout, stateful=stateful, name=name)\n\n\ndef _np_f(a):\n    return (a * 2).astype(np.float32), np.argmax(a).astype(np.int32)\n\n\ndef _f_grad(op, g1, g2):\n    extra = 100.0 if g2 is None else 0.0\n    return g1 * 2.0 + extra\n\n\ndef f(x):\n    a, i = py_func(_np_f, [x], [tf.float32, tf.int32], grad=_f_grad)\n    a.set_shape(x.get_shape())\n    return a, i\n',
+    'o62_getitem_dunder': 'import tensorflow as tf\n\n\nclass LazySigns(object):\n    def __init__(self, t):\n        self.t = t\n\n    def __getitem__(self, k):\n        return tf.sign(self.t * float(k + 1))\n\n\ndef f(x):\n    real = tf.cast(x, tf.float32)\n    signs = LazySigns(real)\n    g = tf.get_default_graph()\n    with g.gradient_override_map({"Sign": "Identity"}):\n        a = tf.sign(real)\n        b = signs[0]\n    return a + 3.0 * b\n',
+    'o36_getattr_property': 'import tensorflow as tf\n\n\nclass Binarizer(object):\n    def __init__(self, x):\n        self.x = x\n\n    @property\n    def out(self):\n        return tf.sign(self.x)\n\n\ndef f(x):\n    real = tf.cast(x, tf.float32)\n    b = Binarizer(real)\n    g = tf.get_default_graph()\n    with g.gradient_override_map({"Sign": "Identity"}):\n        a = tf.sign(real)\n        c = getattr(b, "out")\n    return a + 3.0 * c\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ADVERSARIAL_BLOCKS))
+def test_blocks_that_run_code_or_make_ops_the_source_does_not_show_stay_manual(name):
+    """Property reads, protocol methods, key callbacks, lazy iterators, a project class's
+    `append`; ops that depend on an untraced argument, rank or dtype; implicit ReadVariableOp;
+    literal indices of their own dtype; a non-float py_func output (TF1 passed None)."""
+    src = _ADVERSARIAL_BLOCKS[name]
+    out, sites = migrate_text(src, path="m.py")
+    assert out == src, name
+    assert any(s.status == MANUAL for s in sites)

@@ -28,7 +28,33 @@ _OP_CHANGING = {
 }
 
 
-def op_changing_args(name: str, bound: dict, call: cst.Call) -> None:
+#: functions whose ops depend on what the op table did not trace (it traced rate 1, rank 4, distinct
+#: dtypes): atrous and dilated convolutions wrap Conv2D in SpaceToBatchND/BatchToSpaceND, the
+#: pooling of any rank makes MaxPool3D for rank 5, convert_image_dtype makes an Identity for the same
+#: dtype and a Cast or Mul otherwise (an adversarial run: each was wrapped as its traced op)
+_UNTRACED = {
+    ("tensorflow.nn.atrous_conv2d", "rate"): ("1",),
+    ("tensorflow.nn.depthwise_conv2d", "rate"): ("None", "[1, 1]", "(1, 1)", "1"),
+    ("tensorflow.nn.depthwise_conv2d", "dilations"): ("None", "[1, 1]", "(1, 1)", "1"),
+    ("tensorflow.nn.separable_conv2d", "rate"): ("None", "[1, 1]", "(1, 1)", "1"),
+}
+_POOLING = frozenset({"MaxPool", "MaxPoolV2", "MaxPool3D", "AvgPool", "AvgPool3D", "ExpandDims", "Squeeze",
+                      "Reshape", "Transpose"})
+_RANK_OR_DTYPE_DEPENDENT = {
+    "tensorflow.nn.max_pool_v2": _POOLING, "tensorflow.nn.avg_pool_v2": _POOLING, "tensorflow.nn.pool": _POOLING,
+    "tensorflow.image.convert_image_dtype": frozenset({"Identity", "Cast", "Mul", "RealDiv", "Floor", "Sub", "Add",
+                                                       "AddV2", "Maximum", "Minimum", "Round", "ClipByValue"}),
+}
+
+
+def op_changing_args(name: str, bound: dict, call: cst.Call, emap=()) -> None:
+    if set(_RANK_OR_DTYPE_DEPENDENT.get(name, ())) & set(emap):
+        raise Refuse("TFG108", f"`{code(call.func)}` makes other ops for other ranks or dtypes than the op table "
+                               "traced; wrap it by hand")
+    for (fn, arg), keep in _UNTRACED.items():
+        if fn == name and arg in bound and code(bound[arg][1]) not in keep:
+            raise Refuse("TFG108", f"`{code(call.func)}(..., {arg}={code(bound[arg][1])})` makes other ops than the "
+                                   "op table traced (a dilated convolution); wrap it by hand")
     for (fn, arg), keep in _OP_CHANGING.items():
         if fn == name and arg in bound and code(bound[arg][1]) != keep:
             raise Refuse("TFG108", f"`{code(call.func)}(..., {arg}={code(bound[arg][1])})` makes other ops (or sets "

@@ -28,6 +28,7 @@ from migrator._plugins._override_opproof import (
     function_possible,
     operator_possible,
 )
+from migrator._plugins._override_implicit import check_implicit, implicit_keys
 from migrator._plugins._override_pyfunc import scan_py_func
 from migrator._plugins._override_tfvalues import PYTHON, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value, dtype_name
 from migrator.tfnames import dotted
@@ -40,12 +41,10 @@ OP_FREE_TF = {
     "tensorflow.is_tensor", "tensorflow.executing_eagerly",
 }  # fmt: skip
 #: Python builtins that create no TF op when called.
-OP_FREE_BUILTINS = {
-    "float", "int", "bool", "str", "len", "range", "print", "isinstance", "list", "tuple",
-    "dict", "set", "zip", "enumerate", "sorted", "repr", "format", "getattr", "hasattr",
-    "type", "super", "min", "max", "round", "object",
-}  # fmt: skip
-#: methods that are metadata-only on tensors/shapes
+OP_FREE_BUILTINS = {"float", "int", "bool", "str", "len", "range", "print", "isinstance", "list", "tuple", "dict",
+                    "set", "zip", "enumerate", "sorted", "repr", "format", "getattr", "hasattr", "type", "super",
+                    "min", "max", "round", "object"}
+#: methods that are metadata-only on tensors/shapes (unless a project class defines one: _override_implicit)
 OP_FREE_METHODS = {"get_shape", "as_list", "set_shape", "numpy", "format", "append", "join", "items", "keys", "values"}
 
 _OPERATORS = {
@@ -74,12 +73,13 @@ class OpScanner:
         if patch is not None:
             raise Refuse("TFG101", f"TF's API is replaced at {os.path.basename(patch.path)}:{patch.line}, so which "
                                    "ops the block's calls make is not known from TF's; migrate by hand")
-        found: list[Candidate] = []
+        found: list[Candidate] = implicit_keys(block) or []
         for stmt in _body(block.node):
             self._scan(stmt, stmt, block.mapping, block, found, block.scope)
         return found
 
     def _scan(self, node, stmt, emap, block, found, scope) -> None:
+        check_implicit(self, node, scope)  # properties, protocol methods, callbacks: code no call shows
         if isinstance(node, cst.With) and node is not block.node:
             child = next((b for b in block.children if b.node is node), None)
             if child is not None:
@@ -228,7 +228,7 @@ class OpScanner:
     def _table_call(self, call, name, info, stmt, emap, block, found, scope) -> None:
         params = list(info.get("params") or [])
         bound = self.bind_args(call, params)
-        op_changing_args(name, bound, call)
+        op_changing_args(name, bound, call, emap)
         input_params = _input_params(info)
         vals, labels, lengths = [], [], None
         for p in input_params:

@@ -20,6 +20,7 @@ from migrator._plugins._override_values import Values
 from migrator._plugins._override_wrappers import plan_block
 from migrator.model import MANUAL, MIGRATED, OVERRIDE_MAP, REGISTER_GRADIENT, Site
 from migrator.naming import NameAllocator
+from migrator._plugins._override_implicit import import_names as _import_names, project_hooks
 from migrator.project import project_for
 
 #: what to do in TF2, by op type, for refusals (the report's reason says it)
@@ -45,6 +46,7 @@ class Planner:
         self.project = project_for(ctx.index)
         here = os.path.abspath(ctx.path)
         self.col.api_patch = next(iter(self.project.tf_api_patches(here)), None)
+        self.col.implicit = (lambda: project_hooks(self.project), _import_names(found.module))
         self.prover = Prover(found, ctx, self.project)
         self.values = Values(found, os.path.abspath(ctx.path), self.project)
         self.scanner = OpScanner(found, self.values, self.unsafe)

@@ -8,11 +8,15 @@ list contract: eager ``numpy_function`` unwraps a one-element ``Tout`` list.
 """
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from migrator._plugins._override_model import Candidate, Refuse, code
+from migrator._plugins._override_tfvalues import dtype_name
 
 PY_FUNC_PARAMS = ["func", "inp", "Tout", "stateful", "name"]
+_FLOATS = frozenset({"float16", "float32", "float64", "bfloat16"})
 _CONTAINERS = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Set, cst.SetComp, cst.Dict, cst.DictComp)
 
 
@@ -66,6 +70,11 @@ def scan_py_func(scanner, call, name, stmt, emap, block, found, scope) -> None:
     closure = any(scanner._static_ok(e) is False for p, (_i, e) in bound.items() if p != "inp")
     post: list[str] = []
     tout_pos, tout = bound["Tout"]
+    if not _float_outputs(scanner, tout, scope):
+        # TF1 handed the gradient function None for an integer output; custom_gradient hands it a
+        # tensor (an adversarial run: `g is None` gave 2 in TF1, 102 after)
+        raise Refuse("TFG108", f"`Tout` {code(tout)} is not all floating point: TF1 passed None as the upstream "
+                               "gradient of a non-float output, tf.custom_gradient passes a tensor; migrate by hand")
     if isinstance(tout, (cst.List, cst.Tuple)) and len(tout.elements) == 1:
         args = list(forward.args)
         args[tout_pos] = args[tout_pos].with_changes(value=tout.elements[0].value)
@@ -82,6 +91,25 @@ def scan_py_func(scanner, call, name, stmt, emap, block, found, scope) -> None:
     found.append(Candidate(call, op_type, emap[op_type], exprs, names, forward, variadic=variadic,
                            needs_closure=closure, stmt=stmt, tf_name=name, block=block, post_lines=post,
                            n_inputs=len(names), slots=list(range(len(names))), convert=convert))
+
+
+def _float_outputs(scanner, tout: cst.BaseExpression, scope) -> bool:
+    """Every output is floating point, or there is one: as written, or as every caller passes it
+    (the py_func helper idiom takes ``Tout`` as a parameter)."""
+    texts = [code(tout)]
+    if isinstance(tout, cst.Name) and tout.value in scope.params:
+        texts = scanner.values.param_texts(scope, tout.value) or [None]
+    for text in texts:
+        if text is None:
+            return False
+        try:
+            node = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            return False
+        items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
+        if len(items) > 1 and not all(dtype_name(ast.unparse(e)) in _FLOATS for e in items):
+            return False
+    return True
 
 
 def _numpy_function_func(func: cst.BaseExpression) -> cst.BaseExpression:

@@ -263,6 +263,25 @@ class Values:
             return None, ""
         return ast.literal_eval(seen.pop()), ", ".join(where)
 
+    def param_texts(self, s: Scope, pname: str) -> Optional[list[str]]:
+        """The source text every caller in the project passes for a parameter of a module-level
+        function (its default where one passes nothing); None when the callers cannot be listed."""
+        fn = s.function
+        if fn is None or s.parent is None or s.parent.parent is not None or self.project is None:
+            return None
+        sites = self.project.callers(self.path, fn.name.value)
+        if not sites or pname not in s.params:
+            return None
+        params = [p.name.value for p in fn.params.params]
+        default = s.params[pname].default
+        out = []
+        for site in sites:
+            arg = _bind_ast(site.call, pname, params.index(pname) if pname in params else None)
+            if arg == "star" or arg is None and default is None:
+                return None
+            out.append(ast.unparse(arg) if arg is not None else cst.Module([]).code_for_node(default))
+        return out
+
     def _ast(self, path: str) -> "_AstFile":
         f = self._ast_files.get(path)
         if f is None:

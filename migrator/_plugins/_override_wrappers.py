@@ -164,6 +164,12 @@ def _wrapper(p, c: Candidate, target, spec: Optional[HelperSpec], indent: str):
                 raise Refuse("TFG108", f"the gradient reads input {i} of the {c.op_type} op, a Python value "
                                        "whose converted dtype the source does not show; wrap it by hand")
             expr, k = c.consts[i]
+            types = (optable.op_attrs(c.op_type) or {}).get("input_type_attrs") or []
+            if len(types) <= max(i, k) or types[i] != types[k] or types[i] is None:
+                # `tf.gather_nd(p, [[0], [1]])`: the indices have their own dtype attr, not the params'
+                # (an adversarial run: the wrapper converted them to float32 and the op raised)
+                raise Refuse("TFG108", f"the gradient reads input {i} of the {c.op_type} op, a Python value whose "
+                                       "dtype is not the tensor input's; wrap it by hand")
             name = f"x{i}" if f"x{i}" not in taken else f"x{i}_const"
             taken.add(name)
             lines.append(f"{name} = {alias}.convert_to_tensor({expr}, dtype={plain[c.slots.index(k)]}.dtype)")
