@@ -485,3 +485,50 @@ def test_a_deque_hung_on_tf_filled_through_iadd_is_state():
     if sites[0].status == MIGRATED:
         assert out.index("with tf.GradientTape()") < out.index("tf.q.rotate")
     assert sites[0].status in (MIGRATED, MANUAL)
+
+
+# -- an adversarial run on the tape proof (each gave other numbers once migrated) ------------
+
+_STAYS_MANUAL = {
+    'c01_ctis_source': 'import tensorflow as tf\n\nx0 = tf.constant([1.0, 2.0])\nh = x0 * 3.0\nx = tf.convert_to_tensor_or_indexed_slices(x0)\ny = tf.reduce_sum(h * x)\ng = tf.gradients(y, x)[0]\n',
+    'c02_castfloatx_source': 'import tensorflow as tf\n\nx0 = tf.constant([1.0, 2.0])\nh = x0 * 3.0\nx = tf.keras.backend.cast_to_floatx(x0)\ny = tf.reduce_sum(h * x)\ng = tf.gradients(y, x)[0]\n',
+    'c03_ctsp_source': 'import tensorflow as tf\n\nx0 = tf.constant([1.0, 2.0])\nh = x0 * 3.0\nx = tf.convert_to_tensor_or_sparse_tensor(x0)\ny = tf.reduce_sum(h * x)\ng = tf.gradients(y, x)[0]\n',
+    'c04_list_times_name': 'import tensorflow as tf\n\nx0 = tf.constant([1.0, 2.0])\nh = x0 * 3.0\nparts = [x0]\nk = 1\nx = parts * k\ny = tf.reduce_sum(h * x0)\ng = tf.gradients(y, x)\n',
+    'c06_after_targets_alias': 'import tensorflow as tf\n\na = tf.constant([1.0, 2.0])\ny = tf.reduce_sum(a * a)\nb = tf.keras.backend.cast_to_floatx(a)\ng = tf.gradients(y, b, unconnected_gradients="zero")[0]\n',
+    'c21_generator_send': 'import tensorflow as tf\n\n\ndef gen():\n    x = tf.constant([1.0, 2.0])\n    yield x\n    h = yield\n    y = tf.reduce_sum(h * x)\n    g = tf.gradients(y, x)[0]\n    yield y, g\n\n\nit = gen()\nx = next(it)\nnext(it)\ny, g = it.send(x * x)\n',
+    'c24_consumers': 'import tensorflow as tf\n\nx = tf.constant([1.0, 2.0])\nh = tf.square(x)\ny = tf.reduce_sum(x.consumers()[0].outputs[0] * 2.0)\ng = tf.gradients(y, x)[0]\n',
+    'c25_graph_var_lookup': 'import tensorflow as tf\n\ngraph = tf.get_default_graph()\nx = tf.constant([1.0, 2.0])\nz = tf.identity(x * x, name="zz")\nw = graph.get_tensor_by_name("zz:0")\ny = tf.reduce_sum(w * 2.0)\ng = tf.gradients(y, x)[0]\n',
+    'c26_get_operations': 'import tensorflow as tf\n\nx = tf.constant([1.0, 2.0])\nh = tf.square(x, name="sq")\nlast = tf.get_default_graph().get_operations()[-1]\ny = tf.reduce_sum(last.outputs[0] * 2.0)\ng = tf.gradients(y, x)[0]\n',
+    'c41_bjac_variable_init': 'import tensorflow as tf\nfrom tensorflow.python.ops.parallel_for.gradients import batch_jacobian\n\nx = tf.constant([[1.0, 2.0], [3.0, 4.0]])\nW = tf.constant([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]])\nv = tf.Variable(x * 2.0)\ny = tf.tanh(tf.matmul(v, W))\nbj = batch_jacobian(y, x)\n',
+}
+_HIDDEN_STORE_INSIDE_THE_TAPE = {
+    'c31_sorted_key_append': ('import tensorflow as tf\n\nx = tf.constant([1.0, 2.0])\nL = []\nsorted([x * x], key=L.append)\ny = tf.reduce_sum(L[0] * x)\ng = tf.gradients(y, x)[0]\n', 'sorted('),
+    'c32_max_key_append': ('import tensorflow as tf\n\nx = tf.constant([1.0, 2.0])\nL = []\nmax([x * x], key=L.append)\ny = tf.reduce_sum(L[0] * x)\ng = tf.gradients(y, x)[0]\n', 'max('),
+    'c44_globals_subscript': ('import sys\nimport tensorflow as tf\n\nx = tf.constant([1.0, 2.0])\nL = []\nglobals()["H"] = x * x\ny = tf.reduce_sum(H * x)\ng = tf.gradients(y, x)[0]\n', 'globals()["H"]'),
+    'c45_globals_update': ('import sys\nimport tensorflow as tf\n\nx = tf.constant([1.0, 2.0])\nL = []\nglobals().update(H=x * x)\ny = tf.reduce_sum(H * x)\ng = tf.gradients(y, x)[0]\n', 'globals().update'),
+    'c46_sys_modules_attr': ('import sys\nimport tensorflow as tf\n\nx = tf.constant([1.0, 2.0])\nL = []\nsys.modules[__name__].H = x * x\ny = tf.reduce_sum(H * x)\ng = tf.gradients(y, x)[0]\n', 'sys.modules'),
+    'c48_operator_stash': ('import tensorflow as tf\n\n\nclass Acc:\n    def __init__(self):\n        self.items = []\n\n    def __lshift__(self, t):\n        self.items.append(t)\n        return self\n\n\nacc = Acc()\nx = tf.constant([1.0, 2.0])\nacc << x * x\ny = tf.reduce_sum(acc.items[0] * x)\ng = tf.gradients(y, x)[0]\n', 'acc <<'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_STAYS_MANUAL))
+def test_sources_and_targets_the_proof_cannot_follow_stay_manual(name):
+    """Calls that hand back their argument (`convert_to_tensor_or_indexed_slices`,
+    `cast_to_floatx`), `parts * k` (a list repeated), a generator's `yield`, graph walks
+    (`consumers()`, `get_tensor_by_name`, `get_operations()`), a batch_jacobian through
+    `tf.Variable(x)` (TF1 gave None)."""
+    src = _STAYS_MANUAL[name]
+    out, sites = migrate_text(src)
+    assert out == src and sites and all(s.status == MANUAL for s in sites), [(s.code, s.reason) for s in sites]
+
+
+@pytest.mark.parametrize("name", sorted(_HIDDEN_STORE_INSIDE_THE_TAPE))
+def test_a_line_that_may_store_a_value_made_from_a_fresh_source_is_inside_the_tape(name):
+    """`globals()["H"] = x * x`, `acc << x * x`, `sorted([x * x], key=stash.append)` after the
+    source is made: the slice cannot follow the store, so the tape must record it (TF1 [3, 12],
+    a tape opened after it [1, 4])."""
+    src, line = _HIDDEN_STORE_INSIDE_THE_TAPE[name]
+    out, sites = migrate_text(src)
+    if out != src:
+        assert out.index("with tf.GradientTape()") < out.index(line)
+    assert all(s.status in (MIGRATED, MANUAL) for s in sites)

@@ -213,6 +213,13 @@ class _Collector(cst.CSTVisitor):
             base = dotted(value.func.value) or _root(value.func.value)
             if base is not None:
                 self._write(base, False)  # mutates, never rebinds
+        if isinstance(value, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)):
+            # `acc << t` as a statement is there for its effect: an operator method filling `acc`
+            # (an adversarial run)
+            for part in (getattr(value, "left", None), getattr(value, "expression", None)):
+                base = (dotted(part) or _root(part)) if part is not None else None
+                if base is not None:
+                    self._write(base, False)
         return True
 
     # -- scopes: their names are bound here, their bodies read at call time --
@@ -335,7 +342,13 @@ class _Collector(cst.CSTVisitor):
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
+        value = node.value
+        if isinstance(value, cst.Attribute) and value.attr.value in MUTATING_METHODS:
+            # `sorted(ts, key=stash.append)`: a bound method handed on fills its object when called
+            base = dotted(value.value) or _root(value.value)
+            if base is not None:
+                self._write(base, False)
+        value.visit(self)
         return False
 
 

@@ -14,13 +14,15 @@ from migrator._plugins._grad_values import META_ATTRS
 #: TF functions whose ops always pass a gradient for float inputs: a batch jacobian whose slice
 #: calls anything else may be unconnected (a list of the cuts missed rint, *_like, to_float: an
 #: adversarial run)
+#: (not `Variable`/`get_variable`: a variable made from the source cuts the gradient; TF1 gave None,
+#: the tape zeros -- an adversarial run)
 CONNECTED = frozenset({
     "matmul", "tanh", "sigmoid", "exp", "log", "log1p", "sin", "cos", "square", "sqrt", "rsqrt", "reciprocal",
     "softplus", "elu", "selu", "softmax", "log_softmax", "reduce_sum", "reduce_mean", "reduce_prod", "reshape",
     "transpose", "concat", "stack", "expand_dims", "squeeze", "tile", "einsum", "tensordot", "add", "subtract",
     "multiply", "divide", "truediv", "add_n", "negative", "pow", "identity", "constant", "ones", "zeros", "eye",
-    "range", "shape", "random_normal", "random_uniform", "normal", "uniform", "variable", "get_variable",
-    "Variable", "convert_to_tensor", "conv2d", "dense", "bias_add", "l2_normalize", "batch_matmul", "linalg"})
+    "range", "shape", "random_normal", "random_uniform", "normal", "uniform",
+    "convert_to_tensor", "conv2d", "dense", "bias_add", "l2_normalize", "batch_matmul", "linalg"})
 
 
 

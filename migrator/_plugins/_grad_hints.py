@@ -66,3 +66,42 @@ def caller_places(an, func: cst.FunctionDef, limit: int = 3) -> list[str]:
         return []
     sites = an.project.callers(an.ctx.path, func.name.value) if an.ctx.path else None
     return [f"{os.path.basename(s.path)}:{s.line}" for s in (sites or [])[:limit]]
+
+
+def outside_ys_reason(an, sc, name: str, read_at: Optional[int] = None) -> str:
+    """Why the targets come from outside the block, and where to open the tape instead."""
+    root = name.split(".")[0]
+    first = next(iter(sc.func.params.params), None) if sc.func is not None else None
+    if sc.func is not None and "." in name and first is not None and root == first.name.value \
+            and root in ("self", "cls"):
+        what = f"`{name}` is an attribute set outside `{sc.func.name.value}`, before it is called"
+        setters = attribute_setters(an, sc.func, name)
+        if setters:
+            method, line = setters[0]
+            return (f"{what} (in `{method}`, line {line}); open a tf.GradientTape in `{method}` around the "
+                    f"lines that compute `{name}` from the sources, and take the gradient there (move this "
+                    "call into that tape)")
+    elif sc.func is not None and root in sc.params:
+        what = (f"`{name}` is a parameter of `{sc.func.name.value}`" if "." not in name else
+                f"`{name}` is read from `{root}`, a parameter of `{sc.func.name.value}`") + ": the caller built it"
+        places = caller_places(an, sc.func) if "." not in name else []
+        if places and read_at is None:
+            return (f"{what} (called at {', '.join(places)}); open a tf.GradientTape in those callers around "
+                    f"the lines that compute what they pass as `{name}`, and take the gradient there (call "
+                    f"tape.gradient instead of `{sc.func.name.value}`'s tf.gradients)")
+    elif "." in name:
+        what = f"`{name}` is an attribute set elsewhere"
+    elif root in sc.locals or sc.func is None:
+        what = f"`{name}` is computed outside the block that holds the call"
+    else:
+        what = f"`{name}` comes from outside this function"
+    if read_at is not None:
+        what += f" (line {read_at} uses that value before this block rebinds `{name}`)"
+    return f"{what}; {where_to_open(sc, name)}"
+
+def where_to_open(sc, name: str) -> str:
+    func = sc.func.name.value if sc.func is not None else None
+    if func:
+        return (f"open a tf.GradientTape where `{name}` is computed (in the caller of `{func}`, or the method "
+                f"that builds it), watch the sources there, and call tape.gradient instead of this call")
+    return f"open a tf.GradientTape around the lines that compute `{name}` from the sources"

@@ -33,8 +33,9 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
-from migrator._plugins._grad_hints import attribute_setters, caller_places
+from migrator._plugins._grad_hints import outside_ys_reason, where_to_open
 from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
+from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
 from migrator._plugins._grad_bjac import gradient_cut, value_reads
 from migrator._plugins._grad_calls import CallsProof
@@ -102,6 +103,9 @@ class Prover(WatchProof, CallsProof):
     def prove(self, c: Call) -> None:
         flat, k = self.flat, c.item
         c.proof, c.assumptions = [], []
+        if self.scope.func is not None and is_generator(self.scope.func):
+            raise Refuse("TFG130", f"`{self.scope.func.name.value}` is a generator: values come back into it "
+                                   "through `yield` from code a tape here cannot see; take the gradient outside it")
         S = self._slice(c, k)
         sources = self._sources(c, k)
         fresh = {src.key: self._fresh_at(src.key, k) for src in sources}
@@ -111,10 +115,21 @@ class Prover(WatchProof, CallsProof):
         s = min(i for i in S if not flat[i].inert)
         if all_fresh and fresh:
             # a line that runs before the first source is made is on no path from a source: the
-            # tape starts at that source, as written by hand (not around the whole forward pass)
-            later = [i for i in S if i >= min(fresh.values()) and not flat[i].inert]
-            s = max(s, min(later)) if later else s
+            # tape starts at that source, as written by hand (not around the whole forward pass);
+            # but a line after it that may store a value made from it where the slice cannot
+            # follow (`globals()["H"] = x * x`, `acc << x * x`, `sorted(ts, key=stash.append)`:
+            # an adversarial run) is inside the tape too
+            first = min(fresh.values())
+            later = [i for i in S if i >= first and not flat[i].inert]
+            hidden = [i for i in range(first, k) if not flat[i].dead and self._may_stash(i, fresh)]
+            s = min(later + hidden) if later or hidden else s
         e = max(S)
+        for i in sorted(set(S) | set(range(s, e + 1))):
+            node = flat[i].orig
+            walk = graph_reach(node) if node is not None and not flat[i].dead else None
+            if walk is not None:  # an adversarial run: `x.consumers()[0].outputs[0]` gave TF1 [4, 8], None
+                raise Refuse("TFG130", f"line {self.line(i)} reaches tensors through the graph (`{self._code(walk)}`), "
+                                       "which a tape cannot name; compute them from the sources in code instead")
         c.region = (s, e)
         self.sources_now = sources
         self.src_text = f"`{self._code(c.xs)}`"
@@ -197,43 +212,10 @@ class Prover(WatchProof, CallsProof):
         return gradient_cut(self.an, [n for n in nodes if n is not None], self._code, self.keys)
 
     def _outside_ys_reason(self, name: str, read_at: Optional[int] = None) -> str:
-        """Why the targets come from outside the block, and where to open the tape instead."""
-        root = name.split(".")[0]
-        sc = self.scope
-        first = next(iter(sc.func.params.params), None) if sc.func is not None else None
-        if sc.func is not None and "." in name and first is not None and root == first.name.value \
-                and root in ("self", "cls"):
-            what = f"`{name}` is an attribute set outside `{sc.func.name.value}`, before it is called"
-            setters = attribute_setters(self.an, sc.func, name)
-            if setters:
-                method, line = setters[0]
-                return (f"{what} (in `{method}`, line {line}); open a tf.GradientTape in `{method}` around the "
-                        f"lines that compute `{name}` from the sources, and take the gradient there (move this "
-                        "call into that tape)")
-        elif sc.func is not None and root in sc.params:
-            what = (f"`{name}` is a parameter of `{sc.func.name.value}`" if "." not in name else
-                    f"`{name}` is read from `{root}`, a parameter of `{sc.func.name.value}`") + ": the caller built it"
-            places = caller_places(self.an, sc.func) if "." not in name else []
-            if places and read_at is None:
-                return (f"{what} (called at {', '.join(places)}); open a tf.GradientTape in those callers around "
-                        f"the lines that compute what they pass as `{name}`, and take the gradient there (call "
-                        f"tape.gradient instead of `{sc.func.name.value}`'s tf.gradients)")
-        elif "." in name:
-            what = f"`{name}` is an attribute set elsewhere"
-        elif root in sc.locals or sc.func is None:
-            what = f"`{name}` is computed outside the block that holds the call"
-        else:
-            what = f"`{name}` comes from outside this function"
-        if read_at is not None:
-            what += f" (line {read_at} uses that value before this block rebinds `{name}`)"
-        return f"{what}; {self._where_to_open(name)}"
+        return outside_ys_reason(self.an, self.scope, name, read_at)
 
     def _where_to_open(self, name: str) -> str:
-        func = self.scope.func.name.value if self.scope.func is not None else None
-        if func:
-            return (f"open a tf.GradientTape where `{name}` is computed (in the caller of `{func}`, or the method "
-                    f"that builds it), watch the sources there, and call tape.gradient instead of this call")
-        return f"open a tf.GradientTape around the lines that compute `{name}` from the sources"
+        return where_to_open(self.scope, name)
 
     def _sources(self, c: Call, k: int) -> list[Source]:
         items = chain_items(c.xs)
@@ -290,11 +272,31 @@ class Prover(WatchProof, CallsProof):
         if value is None and isinstance(self.flat[j].orig, cst.With):
             line = with_binding(self.flat[j].orig, key)  # made on its own line inside a with body
             value = line.body[0].value if line is not None else None
-        if value is None or not is_fresh(value, self.an.qn):
+        if value is None or not is_fresh(value, self.an.qn, lambda n: self._holds_tensor(n, j)):
             return None
         if self.scope.in_loop and any(key in self.flat[i].fx.assigns for i in range(j + 1, len(self.flat))):
             return None  # rebound later in the loop body: an earlier iteration's value may flow in
+        if self.scope.func is not None and is_generator(self.scope.func):
+            return None  # `yield x`: the caller may build values from it between two lines (an adversarial run)
         return j
+
+    def _may_stash(self, i: int, fresh: dict) -> bool:
+        """Item ``i`` reads a source and may keep what it makes somewhere other than plain local
+        names: program state, an object, a callback, an expression statement's side effect."""
+        it = self.flat[i]
+        if it.inert or not touches(it.fx.reads, set(fresh)):
+            return False
+        stmt = it.orig
+        plain = isinstance(stmt, cst.SimpleStatementLine) and all(
+            isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Name) for t in small.targets)
+            for small in stmt.body)
+        return not plain or bool(it.kinds - {"tf", "leaf", "noop", "numpy"}) or bool(it.fx.writes - it.fx.assigns)
+
+    def _holds_tensor(self, name: str, k: int) -> bool:
+        """``name``'s last binding before item ``k`` makes a tensor (a TF op, tensor arithmetic)."""
+        j = self._bind_at(name, k)
+        return j is not None and is_fresh(self._binding_value(j, name), self.an.qn,
+                                          lambda n: n != name and self._holds_tensor(n, j))
 
     def _prefix_taint(self, sources: list) -> set:
         """Keys that lines of enclosing blocks, run before this block, computed from the sources."""
@@ -491,3 +493,4 @@ def _within(r: str, keys: set) -> bool:
 def _is_literal_built(value: cst.BaseExpression) -> bool:
     return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and \
         (not isinstance(value, cst.Name) or value.value in ("None", "True", "False"))
+

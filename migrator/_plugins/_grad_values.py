@@ -45,6 +45,10 @@ _LEAF = {
 #: TF calls that may hand back their argument itself rather than a new tensor
 _MAY_RETURN_INPUT = {
     "tensorflow.convert_to_tensor", "tensorflow.cast", "tensorflow.saturate_cast", "tensorflow.nest.flatten",
+    "tensorflow.convert_to_tensor_or_indexed_slices", "tensorflow.convert_to_tensor_or_sparse_tensor",
+    "tensorflow.keras.backend.cast_to_floatx", "tensorflow.keras.backend.to_dense",
+    "tensorflow.keras.backend.in_train_phase", "tensorflow.keras.backend.in_test_phase",
+    "tensorflow.keras.backend.identity", "tensorflow.keras.backend.stop_gradient",
     "tensorflow.nest.map_structure", "tensorflow.nest.pack_sequence_as", "tensorflow.identity_n",
     "tensorflow.group", "tensorflow.tuple", "tensorflow.no_op",
     # hand back their input itself for some inputs (an adversarial run: `x = tf.to_float(h)` was
@@ -116,6 +120,8 @@ def call_kind(call: cst.Call, qn) -> str:
     func = call.func
     if isinstance(func, cst.Name) and func.value in _PURE_BUILTINS and func.value in dir(builtins) \
             and (not names or f"builtins.{func.value}" in names or func.value in names):
+        if any(a.keyword is not None and a.keyword.value == "key" for a in call.args):
+            return "project"  # `sorted(ts, key=f)`: runs `f`, which may be anything (an adversarial run)
         return "builtin"
     if isinstance(func, cst.Attribute) and func.attr.value in _PURE_METHODS:
         return "builtin"
@@ -182,20 +188,21 @@ def kinds_of(node: cst.CSTNode, qn) -> frozenset:
     return frozenset(call_kind(c, qn) for c in calls_in(node))
 
 
-def is_fresh(value: Optional[cst.BaseExpression], qn) -> bool:
+def is_fresh(value: Optional[cst.BaseExpression], qn, tensor_name=None) -> bool:
     """A new tensor that no code before this expression could have used: the result of a
-    TF op, TF constructor or tensor arithmetic, never an alias, an element or a lookup."""
+    TF op, TF constructor or tensor arithmetic, never an alias, an element or a lookup.
+    ``tensor_name(n)``: whether name ``n`` is known to hold a tensor there."""
     if isinstance(value, cst.Call):
         name = tf_name(value, qn)
         return call_kind(value, qn) in ("tf", "leaf") and name not in _MAY_RETURN_INPUT
     if isinstance(value, cst.BinaryOperation):
-        return not (_literal(value.left) and _literal(value.right)) and not may_be_sequence_op(value)
+        return not (_literal(value.left) and _literal(value.right)) and not may_be_sequence_op(value, tensor_name)
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
         return not _literal(value.expression)
     return False
 
 
-def may_be_sequence_op(op: cst.BinaryOperation) -> bool:
+def may_be_sequence_op(op: cst.BinaryOperation, tensor_name=None) -> bool:
     """``a + b`` or ``a * n`` that may join or repeat Python lists, handing back the very tensors
     they hold (an adversarial run: `params = ws + bs` was taken for a new tensor).  Not when an
     operand is a float literal or a TF call, which no list takes."""
@@ -204,15 +211,18 @@ def may_be_sequence_op(op: cst.BinaryOperation) -> bool:
     sides = (op.left, op.right)
     if any(isinstance(e, (cst.Float, cst.Imaginary, cst.UnaryOperation)) for e in sides):
         return False
-    if any(isinstance(e, cst.BinaryOperation) and not may_be_sequence_op(e) for e in sides):
+    if any(isinstance(e, cst.BinaryOperation) and not may_be_sequence_op(e, tensor_name) for e in sides):
         return False  # a tensor (or number) on one side: `real + alpha * (fake - real)`
+    if tensor_name is not None and any(isinstance(e, cst.Name) and tensor_name(e.value) for e in sides):
+        return False  # `alpha * differences`, `alpha = tf.random_uniform(...)`: a tensor times anything
     if any(isinstance(e, cst.Call) and dotted(e.func) is not None and dotted(e.func).split(".")[0] in
            ("tf", "tensorflow") for e in sides):
         return False
     if isinstance(op.operator, cst.Add):
         return not any(isinstance(e, cst.Integer) for e in sides)  # `[a] + 1` raises: a number
-    # `ws * 2` repeats a list; `alpha * differences` (two names) cannot be two lists
-    return any(isinstance(e, cst.Integer) or isinstance(e, cst.Call) and dotted(e.func) == "len" for e in sides)
+    # `ws * 2` repeats a list, and so does `parts * k` with `k = 2` (an adversarial run: two names
+    # were taken for a product of tensors); a side known to be a tensor above rules that out
+    return not any(isinstance(e, (cst.Float, cst.Imaginary)) for e in sides)
 
 
 def _literal(e: cst.BaseExpression) -> bool:
@@ -446,3 +456,4 @@ def nested_python_list(value: cst.BaseExpression) -> bool:
     return isinstance(value, (cst.List, cst.Tuple)) and any(
         isinstance(el.value, (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.GeneratorExp))
         for el in value.elements)
+
