@@ -11,7 +11,7 @@ left unwrapped (an adversarial run: 9 programs, TF1 ``[5, 5, 5]``, the migration
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+import re
 from typing import Optional
 
 import libcst as cst
@@ -29,44 +29,66 @@ _CONSUMERS = frozenset({"list", "tuple", "dict", "set", "sorted", "min", "max", 
 _LAZY = frozenset({"map", "filter", "zip", "iter", "reversed", "enumerate"})
 
 
-@dataclass
 class Hooks:
-    """Names of the project's code Python may run implicitly (None: the project was not read)."""
-    properties: set = field(default_factory=set)  # decorated defs, `x = property(...)`
-    protocol: set = field(default_factory=set)  # protocol methods project classes define
-    methods: set = field(default_factory=set)  # every method name of a project class
-    generators: set = field(default_factory=set)  # functions that `yield`
+    """What the project's code defines that Python may run implicitly, read from its text on
+    demand (a regex per file, no parse but of the files that define a function asked about):
+    a superset, so a check that finds nothing is safe."""
+
+    def __init__(self, project) -> None:
+        self.project = project
+        self._texts: Optional[list] = None
+        self._cache: dict = {}
+
+    def _all(self) -> list:
+        if self._texts is None:
+            files = self.project.grep(b"def ") or []
+            self._texts = [(p, self.project.text(p) or "") for p in files]
+        return self._texts
+
+    def _names(self, key: str, pattern: re.Pattern) -> set:
+        if key not in self._cache:
+            self._cache[key] = {n for _p, text in self._all() for n in pattern.findall(text)}
+        return self._cache[key]
+
+    @property
+    def methods(self) -> set:
+        return self._names("methods", _DEF)
+
+    @property
+    def protocol(self) -> set:
+        return self.methods & PROTOCOL
+
+    @property
+    def properties(self) -> set:
+        return self._names("decorated", _DECORATED) | self._names("property", _PROPERTY)
+
+    def is_generator(self, name: str) -> bool:
+        """Some project function of that name yields (every file defining one is parsed)."""
+        key = ("generator", name)
+        if key not in self._cache:
+            self._cache[key] = False
+            for path, text in self._all():
+                if f"def {name}(" in text and "yield" in text:
+                    tree = self.project.tree(path)
+                    if tree is None or any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
+                                           and any(isinstance(m, (ast.Yield, ast.YieldFrom)) for m in ast.walk(n))
+                                           for n in ast.walk(tree)):
+                        self._cache[key] = True
+                        break
+        return self._cache[key]
+
+
+_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def (\w+)\(", re.M)  # an indented def: a method, or nested
+_DECORATED = re.compile(r"^[ \t]*@.*\n[ \t]*(?:async[ \t]+)?def (\w+)", re.M)  # the last decorator's def
+_PROPERTY = re.compile(r"^[ \t]+(\w+)[ \t]*=[ \t]*\w*property\(", re.M)
 
 
 def project_hooks(project) -> Optional[Hooks]:
     cached = project.__dict__.get("_override_hooks", False)
-    if cached is not False:
-        return cached
-    hooks: Optional[Hooks] = Hooks()
-    files = project.grep(b"def ")
-    if files is None:
-        hooks = None
-    else:
-        for path in files:
-            tree = project.tree(path)
-            if tree is None:
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, ast.ClassDef):
-                    for item in node.body:
-                        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                            hooks.methods.add(item.name)
-                            if item.name in PROTOCOL:
-                                hooks.protocol.add(item.name)
-                            if item.decorator_list:
-                                hooks.properties.add(item.name)
-                        elif isinstance(item, ast.Assign) and isinstance(item.value, ast.Call):
-                            hooks.properties |= {t.id for t in item.targets if isinstance(t, ast.Name)}
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                        isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
-                    hooks.generators.add(node.name)
-    project.__dict__["_override_hooks"] = hooks
-    return hooks
+    if cached is False:
+        cached = Hooks(project) if project.files() is not None else None
+        project.__dict__["_override_hooks"] = cached
+    return cached
 
 
 #: the protocol methods each construct (or op-free builtin) may run
@@ -173,6 +195,6 @@ def _lazy(name: str, scope, hooks: Optional[Hooks]) -> bool:
         if isinstance(value, cst.GeneratorExp):
             return True
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and (
-                value.func.value in _LAZY or hooks is not None and value.func.value in hooks.generators):
+                value.func.value in _LAZY or hooks is None or hooks.is_generator(value.func.value)):
             return True
     return False
