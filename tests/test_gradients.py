@@ -486,6 +486,21 @@ def test_the_tape_opens_where_a_fresh_source_is_made():
             "        interpolates = real + alpha * differences\n        tape.watch(interpolates)\n") in out
 
 
+def test_sources_bound_to_a_tuple_give_a_list_as_tf_gradients_did():
+    """A tape hands back a tuple for a tuple of sources; `grads[1] = ...` then raised (an
+    adversarial run), and `isinstance(grads, list)` would have changed silently."""
+    out, sites = migrate("""\
+        import tensorflow as tf
+
+        w = tf.constant([1.0, 2.0])
+        b = tf.constant(0.5)
+        params = (w, b)
+        loss = tf.reduce_sum((w * 3.0 + b) ** 2)
+        grads = tf.gradients(loss, params)
+        """)
+    assert only(sites).status == MIGRATED and "grads = list(tape.gradient(loss, params))" in out
+
+
 def test_manual_call_is_never_moved_into_another_tape():
     src = textwrap.dedent(
         """\

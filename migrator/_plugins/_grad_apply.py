@@ -73,6 +73,9 @@ class Codegen:
         if dotted(xs) is not None:
             if c.xs_kind == "tensor":
                 xs = cst.List([cst.Element(_clean(xs))])
+            elif c.xs_kind == "tuple":
+                # a tape hands back a tuple for a tuple of sources; tf.gradients gave a list
+                return call_expr("list", [self.grad_call(c, tape, ys, xs)], [])
             elif c.xs_kind == "unknown":
                 # a tensor gives a tensor, a list a list: flatten gives tf.gradients' list either way
                 return call_expr(f"{self.tf}.nest.flatten", [self.grad_call(c, tape, ys, xs)], [])

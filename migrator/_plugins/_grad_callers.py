@@ -262,7 +262,7 @@ def _attribute_bases(expr: Optional[ast.AST]) -> set:
 
 
 def source_structure(project: Project, path: str, func: str, sig: Signature, param: str) -> str:
-    """"list" when every caller passes a list/tuple for ``param``, "tensor" when every caller
+    """"list" ("tuple") when every caller passes a list (a tuple) for ``param``, "tensor" when every caller
     passes a single tensor built by a TF call, "python" when some caller passes a number,
     else "unknown"."""
     sites = project.callers(path, func)
@@ -279,7 +279,7 @@ def source_structure(project: Project, path: str, func: str, sig: Signature, par
                 project, site.path, module, site.scope).number(expr)):
             kinds.add("python")  # `f(3.0)`: TF1 differentiated a new constant; tape.watch(3.0) raises
         elif isinstance(expr, (ast.List, ast.Tuple)):
-            kinds.add("list")
+            kinds.add("tuple" if isinstance(expr, ast.Tuple) else "list")
         elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
                 expr.func.attr in ("constant", "Variable", "placeholder", "zeros", "ones", "get_variable"):
             kinds.add("tensor")

@@ -55,7 +55,7 @@ class Call:
     target: Optional[str] = None  # result name of a synthetic inner gradient
     region: tuple = (0, 0)
     group: Optional["Group"] = None
-    xs_kind: str = "tensor"  # a single source name: "tensor", "list" or "unknown"
+    xs_kind: str = "tensor"  # a single source name: "tensor", "list", "tuple" or "unknown"
     proof: list = field(default_factory=list)
     assumptions: list = field(default_factory=list)
     #: set when the tape goes in an enclosing block (_grad_home): {"loop", "ys_keys", "over"}

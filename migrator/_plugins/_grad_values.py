@@ -265,8 +265,10 @@ def is_inert(stmt: cst.CSTNode, fx, kinds: frozenset, imported: set, shadowed: f
 
 
 def value_kind(v: Optional[cst.BaseExpression], qn, one_output) -> str:
-    """"list", "tensor" or "unknown" for a value bound to a source name."""
-    if isinstance(v, (cst.List, cst.Tuple, cst.ListComp)):
+    """"list", "tuple", "tensor" or "unknown" for a value bound to a source name."""
+    if isinstance(v, cst.Tuple):
+        return "tuple"  # a tape hands back a tuple for it; tf.gradients gave a list (an adversarial run)
+    if isinstance(v, (cst.List, cst.ListComp)):
         return "list"
     if isinstance(v, cst.UnaryOperation) or isinstance(v, cst.BinaryOperation) and not may_be_sequence_op(v):
         return "tensor"

@@ -162,7 +162,7 @@ class WatchProof:
         if sc.func is None or key not in sc.locals:
             vals = self.an.module_values(key)
             kinds = {value_kind(v, self.an.qn, self.an.one_output) if v is not None else "unknown" for v in vals}
-            if kinds == {"list", "tensor"}:
+            if "tensor" in kinds and kinds & {"list", "tuple"}:
                 raise Refuse("TFG124", f"`{key}` is bound both to a list and to a tensor; bind the sources to one "
                                        "list before the call")
             return kinds.pop() if len(kinds) == 1 else "unknown"
