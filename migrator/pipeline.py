@@ -157,8 +157,8 @@ class RunIndex:
     override_modules: set[str] = field(default_factory=set)
     #: filled between the two halves of pass 2: modules whose overrides stayed manual
     manual_override_modules: set[str] = field(default_factory=set)
-    #: while a file of the second half runs ahead of the first (runner): the module names its
-    #: checks asked about (ASKED_ALL: it read the whole set); it runs again if one stayed manual
+    #: while a file runs on a guess at the manual override modules (runner): the module names its
+    #: checks asked about (ASKED_ALL: it read the whole set); it runs again if the guess was wrong
     asked: Optional[set[str]] = None
     #: files pass 1 parsed and found no candidate in (pass 2 skips libcst for them)
     quiet_paths: set[str] = field(default_factory=set)
@@ -388,9 +388,9 @@ def migrate_text(
     from migrator._cstwalk import read_only_visits
     from migrator._plugins import plugins
 
-    if not source.isascii() and _normalized_words(source):
-        word = _normalized_words(source)[0]
-        raise FileError(f"`{word}` is spelled with compatibility characters (fullwidth letters or the like), which "
+    spelled = _normalized_words(source) if not source.isascii() else []
+    if spelled:
+        raise FileError(f"`{spelled[0]}` is spelled with compatibility characters (fullwidth letters or the like), which "
                         "Python reads as the ASCII name but the migrator does not; normalize the identifiers "
                         "(unicodedata NFKC) and re-run; left unchanged")
     if path in index.too_deep:

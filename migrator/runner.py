@@ -249,11 +249,11 @@ class _Workers:
         writes = self.run_opts.mode == WRITE
         none: frozenset = frozenset()
         seen = {r.path for regs in self.index.registrations.values() for r in regs}
-        guess = frozenset(self.index.override_modules | _modules(FileResult(p) for p in seen))
+        guess = frozenset(self.index.override_modules | _modules(seen))
         ahead = self.jobs > 1 and not writes
         work = [(p, none, True, writes) for p in first] + ([(p, guess, True, False) for p in rest] if ahead else [])
         ran = self._run(work, progress)
-        manual = frozenset(_modules(ran[p][0] for p in first if left_manual(ran[p][0])))
+        manual = frozenset(_modules(p for p in first if left_manual(ran[p][0])))
         again = [(p, manual, False, False) for p in first if writes or _guessed_wrong(ran[p][1], none, manual)]
         if ahead:
             again += [(p, manual, False, False) for p in rest if _guessed_wrong(ran[p][1], guess, manual)]
@@ -298,8 +298,8 @@ class _Workers:
         return done
 
 
-def _modules(results) -> set[str]:
-    return set().union(*(module_names_for(r.path) for r in results))
+def _modules(paths) -> set[str]:
+    return set().union(*(module_names_for(p) for p in paths))
 
 
 def _guessed_wrong(asked: frozenset, guess: frozenset, manual: frozenset) -> bool:

@@ -692,6 +692,7 @@ def test_a_star_import_of_a_helper_that_imports_tf_too_leaves_tf_tf(tmp_path, ut
     (_OPS + "import importlib\nimportlib.import_module(__name__).tf = 1\n", "x = 1\n"),
     (_OPS + "\n\ndef __getattr__(name):\n    return 1\n", "x = 1\n"),
     (_OPS + "globals()['tf'] = 1\n", "x = 1\n"),
+    (_OPS + "import ops as _me\nfrom utils import FAKE\n_me.__dict__.update(tf=FAKE)\n", "FAKE = 1\n"),
 ])
 def test_a_star_import_that_may_rebind_tf_still_refuses(tmp_path, ops, utils):
     """Each from an adversarial run or a plain reading of what `import *` copies."""
@@ -719,24 +720,6 @@ def test_a_package_with_a_submodule_named_tf_may_bind_it(tmp_path):
     write(tmp_path, "pkg/tf.py", "def lrelu(x):\n    return x\n")
     main = write(tmp_path, "gan.py", _DCGAN_USER.replace("from ops import *", "from pkg import *"))
     (site,) = run([main])["gan.py"].sites
-    assert site.code == "TFG128"
-
-
-@pytest.mark.parametrize("ops", [
-    "import importlib\nfrom fakes import FAKE as _F\nimportlib.import_module(__name__).tf = _F\n",
-    "import sys as _s\nfrom fakes import FAKE as _F\n_s.modules[__name__].tf = _F\n",
-    "from fakes import FAKE as _F\n\n\ndef __getattr__(name):\n    return _F\n",
-    "import ops as _me\nfrom fakes import FAKE as _F\n_me.__dict__.update(tf=_F)\n",
-])
-def test_a_star_imported_module_that_binds_names_dynamically_may_bind_tf(tmp_path, ops):
-    """Names the module's statements do not show (an adversarial run: `from ops import *` handed
-    on a fake `tf` whose gradients doubled TF's)."""
-    write(tmp_path, "fakes.py", "import tensorflow as _tf\nFAKE = _tf\n")
-    write(tmp_path, "ops.py", ops + "\n\ndef lin(x):\n    return x * 3.0\n")
-    main = write(tmp_path, "main.py", "import tensorflow as tf\nfrom ops import *\n\n\ndef f():\n"
-                                      "    x = tf.constant([1.0, 2.0])\n    y = lin(x) * x\n"
-                                      "    return tf.gradients(y, x)[0]\n")
-    (site,) = run([main])["main.py"].sites
     assert site.code == "TFG128"
 
 

@@ -7,6 +7,8 @@ from typing import Optional
 
 import libcst as cst
 
+from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
+
 
 def is_generator(fn: cst.FunctionDef) -> bool:
     """``fn`` yields (or awaits) in its own body, not only in a function nested in it."""
@@ -32,10 +34,11 @@ def is_generator(fn: cst.FunctionDef) -> bool:
 
 
 #: attributes that reach tensors through the graph rather than by name (`t.consumers()[0].outputs[0]`,
-#: `g.get_tensor_by_name(...)`, `g.get_operations()[-1]`): a tape cannot name what they find
-GRAPH_REACHES = frozenset({"consumers", "outputs", "control_inputs", "_consumers", "_nodes_by_name", "_nodes_by_id",
-                           "node_def", "get_tensor_by_name", "get_operation_by_name", "as_graph_element",
-                           "get_operations", "import_graph_def"})
+#: `g.get_tensor_by_name(...)`, `g.get_operations()[-1]`): a tape cannot name what they find.  The
+#: value flow's tables, less an op's own metadata (`op`, `inputs`) and the graph collections, which
+#: TFG135 reports on its own
+GRAPH_REACHES = (GRAPH_WALKS | GRAPH_LOOKUPS) - {"op", "inputs", "_inputs", "_outputs", "get_collection",
+                                                 "get_collection_ref", "get_all_collection_keys"}
 
 
 def graph_reach(node: cst.CSTNode) -> Optional[cst.Attribute]:

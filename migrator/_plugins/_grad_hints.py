@@ -99,6 +99,7 @@ def outside_ys_reason(an, sc, name: str, read_at: Optional[int] = None) -> str:
         what += f" (line {read_at} uses that value before this block rebinds `{name}`)"
     return f"{what}; {where_to_open(sc, name)}"
 
+
 def where_to_open(sc, name: str) -> str:
     func = sc.func.name.value if sc.func is not None else None
     if func:

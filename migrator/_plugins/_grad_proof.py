@@ -276,8 +276,6 @@ class Prover(WatchProof, CallsProof):
             return None
         if self.scope.in_loop and any(key in self.flat[i].fx.assigns for i in range(j + 1, len(self.flat))):
             return None  # rebound later in the loop body: an earlier iteration's value may flow in
-        if self.scope.func is not None and is_generator(self.scope.func):
-            return None  # `yield x`: the caller may build values from it between two lines (an adversarial run)
         return j
 
     def _may_stash(self, i: int, fresh: dict) -> bool:
@@ -493,4 +491,3 @@ def _within(r: str, keys: set) -> bool:
 def _is_literal_built(value: cst.BaseExpression) -> bool:
     return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and \
         (not isinstance(value, cst.Name) or value.value in ("None", "True", "False"))
-

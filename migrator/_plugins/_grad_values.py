@@ -458,4 +458,3 @@ def nested_python_list(value: cst.BaseExpression) -> bool:
     return isinstance(value, (cst.List, cst.Tuple)) and any(
         isinstance(el.value, (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.GeneratorExp))
         for el in value.elements)
-

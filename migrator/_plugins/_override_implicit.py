@@ -162,13 +162,12 @@ IMPLICIT_OPS = frozenset({"ReadVariableOp", "VarHandleOp", "ResourceGather", "Co
 
 def implicit_keys(block) -> None:
     """Refuse a block (or one nested in it) whose map overrides an op type made implicitly."""
-    for b in [block] + list(getattr(block, "children", ())):
-        keys = sorted(set(b.mapping) & IMPLICIT_OPS)
-        if keys:
-            raise Refuse("TFG101", f"the map overrides `{keys[0]}`, which the block's code makes without a call the "
-                                   "source shows (a variable read, a constant); migrate this block by hand")
-        if b is not block:
-            implicit_keys(b)
+    keys = sorted(set(block.mapping) & IMPLICIT_OPS)
+    if keys:
+        raise Refuse("TFG101", f"the map overrides `{keys[0]}`, which the block's code makes without a call the "
+                               "source shows (a variable read, a constant); migrate this block by hand")
+    for child in getattr(block, "children", ()):
+        implicit_keys(child)
 
 
 def import_names(module: cst.Module) -> set:

@@ -73,7 +73,8 @@ class OpScanner:
         if patch is not None:
             raise Refuse("TFG101", f"TF's API is replaced at {os.path.basename(patch.path)}:{patch.line}, so which "
                                    "ops the block's calls make is not known from TF's; migrate by hand")
-        found: list[Candidate] = implicit_keys(block) or []
+        implicit_keys(block)
+        found: list[Candidate] = []
         for stmt in _body(block.node):
             self._scan(stmt, stmt, block.mapping, block, found, block.scope)
         return found
