@@ -574,6 +574,29 @@ def test_number_builtins_bound_in_the_function(tmp_path, value, python):
     assert (site.status == MANUAL and site.code == "TFG126") == python, (site.code, site.reason)
 
 
+@pytest.mark.parametrize("helper, python", [
+    ("def temperature():\n    return 2.0\n", True),
+    ("def temperature():\n    return np.float32(2.0)\n", True),
+    ("def temperature(hot=False):\n    if hot:\n        return tf.constant(4.0)\n    return 2.0 * 1.5\n", True),
+    ("def temperature():\n    return tf.constant(2.0)\n", False),
+    ("def temperature():\n    def inner():\n        return 2.0\n    return tf.constant(inner())\n", False),
+])
+def test_a_source_bound_to_a_helper_that_returns_a_python_value(tmp_path, helper, python):
+    """TF1 differentiated a new constant (None); ``tape.watch(2.0)`` raises (an adversarial run)."""
+    lib = write(tmp_path, "lib.py", "import numpy as np\nimport tensorflow as tf\n\n\n" + helper + """
+
+def f():
+    a = tf.constant([1.0, 2.0])
+    s = temperature()
+    y = tf.reduce_sum(a * a * s)
+    return tf.gradients(y, [a, s])
+""")
+    (site,) = run([lib])["lib.py"].sites
+    assert (site.status == MANUAL and site.code == "TFG126") == python, (site.code, site.reason)
+    if python:
+        assert "`temperature()`, which may return a Python or numpy value, at line" in site.reason
+
+
 PATCHER = """\
     import tensorflow as tf
 

@@ -37,7 +37,10 @@ class WatchProof:
             j = self._bind_at(src.key, k)
             bound_to = self._binding_value(j, src.key) if j is not None else None
             if bound_to is not None and _python_value(bound_to, self.an):
-                raise Refuse("TFG126", f"`{src.key}` is bound to a Python or numpy value at line {self.line(j)}: "
+                helper = isinstance(bound_to, cst.Call) and self.an.call_kind(bound_to) == "project"
+                what = f"`{self._code(bound_to)}`, which may return a Python or numpy value," if helper \
+                    else "a Python or numpy value"
+                raise Refuse("TFG126", f"`{src.key}` is bound to {what} at line {self.line(j)}: "
                                        "TF1 differentiated a new constant made from it (None), and a tape cannot "
                                        "watch it; make it a tensor (tf.constant) if a gradient was meant")
             table = self.an.shared(c.node)  # `alias.append(b)`, or a closure, may change it too
@@ -274,8 +277,9 @@ def leaves(xs: cst.BaseExpression, qn=None) -> list:
 
 
 def _python_value(value: cst.BaseExpression, an, hops: int = 0) -> bool:
-    """A number, a list of numbers, a numpy call, or a module constant bound only to one of
-    those (``x = SCALE``): not a tensor ``tape.watch`` takes."""
+    """A number, a list of numbers, a numpy call, a module constant bound only to one of
+    those (``x = SCALE``), or a call of this module's function that may return one: not a
+    tensor ``tape.watch`` takes."""
     if isinstance(value, (cst.Integer, cst.Float)):
         return True
     if isinstance(value, cst.Name) and hops < 3:
@@ -294,7 +298,32 @@ def _python_value(value: cst.BaseExpression, an, hops: int = 0) -> bool:
                 q == f"builtins.{name}" for q in qnames(value.func, an.qn))
             return builtin and (name in NUMBER_CALLS or bool(value.args) and all(
                 a.star == "" and _python_value(a.value, an, hops) for a in value.args))
+        if an.call_kind(value) == "project" and name is not None and hops < 3:
+            return _returns_python(an.find.defs.get(name), an, hops + 1)
         return an.call_kind(value) == "numpy"
     if isinstance(value, cst.Attribute):  # math.pi, np.e
         return any(q.split(".")[0] in ("math", "numpy") for q in qnames(value, an.qn))
     return False
+
+
+def _returns_python(fn: Optional[cst.CSTNode], an, hops: int) -> bool:
+    """This module's function ``fn`` has a ``return`` of a Python or numpy value (``def
+    temperature(): return 2.0``): TF1 converted it to a new constant, a tape cannot watch it
+    (an adversarial run: the migration raised at ``tape.watch``)."""
+    if not isinstance(fn, cst.FunctionDef):
+        return False
+    found = []
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn  # a nested def's returns are its own
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            if node.value is not None and _python_value(node.value, an, hops):
+                found.append(node)
+
+    fn.visit(_Returns())
+    return bool(found)
