@@ -1,6 +1,9 @@
-"""The hooks in .pre-commit-hooks.yaml, run for real with `pre-commit try-repo`.
+"""The hooks in .pre-commit-hooks.yaml, run for real by `pre-commit run` from a user's config.
 
-Slow (pre-commit builds the hook's environment once per session): marked ``slow``.
+The config points at a snapshot of this checkout, working-tree changes included (what
+`pre-commit try-repo` does), made once per module: pre-commit then builds the hook's
+environment once, where `try-repo` built it again on every call (about 5 s each).
+Slow all the same: marked ``slow``.
 """
 from __future__ import annotations
 
@@ -26,11 +29,28 @@ def _pre_commit() -> list[str]:
 
 @pytest.fixture(scope="module")
 def hook_home(tmp_path_factory):
+    """(PRE_COMMIT_HOME, the snapshot repository, its commit), shared by the module's tests."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     if not os.path.exists(os.path.join(ROOT, ".git")):  # a folder, or a file in a worktree
         pytest.skip("not a git checkout")
-    return tmp_path_factory.mktemp("pre-commit-home")
+    base = tmp_path_factory.mktemp("pre-commit")
+    snap = base / "snapshot"
+    git(base, "clone", "-q", ROOT, str(snap))
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):  # the working tree as it is, as try-repo's shadow commit has it
+        src, dst = os.path.join(ROOT, rel), snap / rel
+        if os.path.isfile(src):
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+        elif dst.exists():
+            dst.unlink()
+    git(snap, "add", "-A")
+    git(snap, "commit", "-q", "--allow-empty", "-m", "snapshot")
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=snap, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    return base / "home", snap, rev
 
 
 def git(repo, *args):
@@ -39,11 +59,16 @@ def git(repo, *args):
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, env=env)
 
 
-def try_repo(repo, home):
-    """Run every hook of this repository (both ids) on all files of ``repo``."""
+def try_repo(repo, hook, *only):
+    """Run both hooks of this repository (or ``only`` the one named) on all files of ``repo``, from its config."""
+    home, snap, rev = hook
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n-   repo: {snap}\n    rev: {rev}\n    hooks:\n    -   id: tfgradmigrate\n"
+        "    -   id: tfgradmigrate-check\n")
+    git(repo, "add", ".pre-commit-config.yaml")
     env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never")
     env.pop("VIRTUAL_ENV", None)
-    return subprocess.run([*_pre_commit(), "try-repo", ROOT, "--all-files", "--verbose"],
+    return subprocess.run([*_pre_commit(), "run", *only, "--all-files", "--verbose"],
                           cwd=repo, capture_output=True, text=True, env=env, timeout=900)
 
 
@@ -115,3 +140,17 @@ def test_force_exclude_keeps_configured_excludes_out_of_the_hooks(repo, hook_hom
     git(repo, "add", ".")
     ok = try_repo(repo, hook_home)
     assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+MIGRATABLE = "import tensorflow as tf\n\n\ndef f(x):\n    y = x * x\n    return tf.gradients(y, x)\n"
+
+
+def test_the_check_hook_writes_nothing_and_the_other_migrates(repo, hook_home):
+    (repo / "old.py").write_text(MIGRATABLE)
+    git(repo, "add", "old.py")
+    checked = try_repo(repo, hook_home, "tfgradmigrate-check")
+    assert checked.returncode != 0 and "- hook id: tfgradmigrate-check\n" in checked.stdout, checked.stdout
+    assert (repo / "old.py").read_text() == MIGRATABLE
+    fixed = try_repo(repo, hook_home, "tfgradmigrate")
+    assert fixed.returncode != 0 and "files were modified by this hook" in fixed.stdout, fixed.stdout
+    assert "tf.GradientTape()" in (repo / "old.py").read_text()
