@@ -160,12 +160,20 @@ def _tf_aliases(module: cst.Module, scopes) -> dict:
             nodes = {n for n, _ in values}
             # bound to one TF name only: `ident = tf.identity` on one branch and `tf.stop_gradient`
             # on the other is neither (an adversarial run: a set's order picked one per run)
-            ok = ok and len({normalize(t) for t in targets}) == 1 and all(
+            ok = ok and len({_api(t) for t in targets}) == 1 and all(
                 _imports_tf(a.node, head) if isinstance(a, ImportAssignment) else id(getattr(a, "node", None)) in nodes
                 for a in glob.assignments[head])
             if ok:
                 out[head] = targets
     return out
+
+
+def _api(name: str) -> Optional[str]:
+    """``normalize``, with TF's module objects as one: ``tf = tensorflow`` on one branch and
+    ``tf = tensorflow.compat.v1`` on the other (a TF1/TF2 shim) make every ``tf.X`` the name
+    ``normalize`` gives both spellings of anyway."""
+    name = normalize(name)
+    return "tensorflow" if name in TF_MODULES else name
 
 
 #: calls that bind module names libcst's scopes never see (`globals()["tf1"] = ...`, `exec`)

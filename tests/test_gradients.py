@@ -58,6 +58,11 @@ def only(sites):
         ("import tensorflow\ntf = tensorflow.compat.v1", "tf.gradients"),
         ("import tensorflow as tf\nif tf.__version__ >= '2.0':\n    tf = tf.compat.v1", "tf.gradients"),
         ("import tensorflow as tf\ngrad = tf.compat.v1.gradients", "grad"),
+        # a TF1/TF2 shim binding `tf` to either module (suinleelab/attributionpriors)
+        ("import tensorflow\nif int(tensorflow.__version__[0]) < 2:\n    tf = tensorflow\nelse:\n"
+         "    tf = tensorflow.compat.v1\n    tf.disable_v2_behavior()", "tf.gradients"),
+        ("import tensorflow\nif tensorflow.__version__ < '2':\n    tf = tensorflow\nelif True:\n    tf = tensorflow\n"
+         "else:\n    tf = tensorflow.compat.v1", "tf.gradients"),
         ("from tensorflow.compat import v1 as tf", "tf.gradients"),
     ],
 )
@@ -1126,6 +1131,14 @@ def test_a_name_bound_to_two_tf_apis_is_neither():
     out, sites = migrate_text(src)
     assert out == src and all(s.status == MANUAL for s in sites)
     assert not any(s.line == 12 and s.status == MIGRATED for s in sites)
+
+
+@pytest.mark.parametrize("other", ["import numpy as tf", "tf = None", "tf = tensorflow.keras"])
+def test_a_shim_with_one_branch_that_is_not_tf_is_not_tf(other):
+    src = ("import tensorflow\nif int(tensorflow.__version__[0]) < 2:\n    tf = tensorflow.compat.v1\nelse:\n"
+           f"    {other}\n\n\ndef f(x):\n    y = x * x\n    return tf.gradients(y, x)\n")
+    out, sites = migrate_text(src)
+    assert out == src and only(sites).status == MANUAL and only(sites).code == "TFG128", only(sites).reason
 
 
 def test_a_tf_bound_only_on_a_branch_does_not_spell_the_tape():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameSource
 
 from migrator._plugins import _grad_per_index as per_index
 from migrator._plugins._grad_model import Call, Refuse
@@ -197,12 +197,44 @@ class Find(cst.CSTVisitor):
     def leave_Lambda(self, node: cst.Lambda) -> None:
         self.depth -= 1
 
+    def _always_runs(self, node: cst.Assign) -> bool:
+        """``tf = <a TF module>`` at module level, or on both branches of a module-level
+        ``if``/``else`` (a TF1/TF2 shim: ``tf = tensorflow`` or ``tf = tensorflow.compat.v1``)."""
+        line = self.get_metadata(ParentNodeProvider, node, None)
+        where = self.get_metadata(ParentNodeProvider, line, None)
+        if isinstance(where, cst.Module):
+            return True
+        branch = self.get_metadata(ParentNodeProvider, where, None) if isinstance(where, cst.IndentedBlock) else None
+        top = branch
+        while isinstance(top, (cst.If, cst.Else)) and not isinstance(
+                self.get_metadata(ParentNodeProvider, top, None), cst.Module):
+            top = self.get_metadata(ParentNodeProvider, top, None)  # up an elif chain
+        if not isinstance(top, cst.If) or not isinstance(self.get_metadata(ParentNodeProvider, top, None), cst.Module):
+            return False
+        arms, cur = [], top
+        while isinstance(cur, cst.If):
+            arms.append(cur.body)
+            cur = cur.orelse
+        if cur is None:
+            return False  # no else: the binding may not run
+        arms.append(cur.body)
+        return all(any(isinstance(st, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == "tf" and self._tf_module(small.targets[0].target)
+            for small in st.body) for st in arm.body) for arm in arms)
+
+    def _tf_module(self, target: cst.Name) -> bool:
+        """Every name the target stands for is TF's module (``tensorflow`` on one branch of a
+        shim, ``tensorflow.compat.v1`` on the other)."""
+        names = [q.name for q in self.get_metadata(LazyQualifiedNameProvider, target, set())
+                 if q.source != QualifiedNameSource.LOCAL]  # the target itself
+        return bool(names) and all(normalize(n) in TF_MODULES for n in names)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if self.depth == 0:
             if self.tf_alias != "tf" and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
-                    and node.targets[0].target.value == "tf" and tf_name(node.targets[0].target, self) in TF_MODULES \
-                    and isinstance(self.get_metadata(ParentNodeProvider, self.get_metadata(
-                        ParentNodeProvider, node, None), None), cst.Module):
+                    and node.targets[0].target.value == "tf" and self._tf_module(node.targets[0].target) \
+                    and self._always_runs(node):
                 # `tf = tensorflow.compat.v1`: the tape is spelled as the code spells TF; not when
                 # only a branch binds it (`if USE_COMPAT: tf = ...`), which may not run
                 self.tf_alias = "tf"
