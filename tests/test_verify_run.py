@@ -21,7 +21,9 @@ from migrator.verify.checks import MATCH, MISMATCH, UNVERIFIED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREES = os.path.join(ROOT, "tests", "verify_data", "trees")
-PYTEST = "python -m pytest -q tests"
+# the trees have no pytest config of their own, so this repository's applies (its rootdir is
+# ours): `-n 0` keeps its `-n auto` from starting two TF-importing workers per side
+PYTEST = "python -m pytest -q -n 0 tests"
 
 
 def test_regions_pair_a_migrated_gradient_with_the_call_it_replaced():
