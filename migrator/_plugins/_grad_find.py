@@ -13,6 +13,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameSource
 
 from migrator._plugins import _grad_per_index as per_index
+from migrator._plugins._grad_hidden import runs_code
 from migrator._plugins._grad_model import Call, Refuse
 from migrator._plugins._grad_order import none_tested, order_problem
 from migrator._plugins._grad_values import nested_python_list
@@ -291,9 +292,19 @@ def parse_args(c: Call, code_for_node) -> None:
     if first not in given or second not in given:
         raise Refuse("TFG128", f"`{fn}` is missing its targets or sources")
     c.ys, c.xs = given[first], given[second]
+    written = list(given)  # the order the call evaluates them in
+    if written[:2] != [first, second] and any(runs_code(v) for v in given.values()):
+        # the tape computes the targets first and reads the rest at tape.gradient: `grad_ys=make_gy()`
+        # written before `ys=` ran first (an adversarial run: a counter it bumped fed the targets)
+        raise Refuse("TFG128", f"`{fn}` has its arguments in an order the tape would change (`{written[0]}=` "
+                               f"before `{first}`/`{second}`), and some call code; write `{first}` and `{second}` "
+                               "first, then re-run")
     for k, v in given.items():
         if k in (first, second) or isinstance(v, cst.Name) and v.value == "None":
             continue  # an argument explicitly None is the default
+        if k in drop and runs_code(v):
+            raise Refuse("TFG128", f"`{k}={code_for_node(v)}` has no GradientTape equivalent and would go, and "
+                                   "with it the code it runs; bind it to a name first (or drop it by hand)")
         if k in drop:
             c.notes.append(f"dropped `{k}=`: it has no GradientTape equivalent and did not change values")
         elif k == "stop_gradients":

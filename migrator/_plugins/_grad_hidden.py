@@ -1,6 +1,8 @@
 """What a gradient's region may do that no name in it shows: a generator's `yield` lets its
 caller build values from the sources between two lines; a graph walk (`t.consumers()`,
-`g.get_tensor_by_name(...)`) reaches tensors a tape cannot name (both from an adversarial run)."""
+`g.get_tensor_by_name(...)`) reaches tensors a tape cannot name; a call may rebind a source
+(`global x` in the function it runs, `globals().update(x=a)`); an argument may run code
+(all from adversarial runs)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -51,4 +53,45 @@ def graph_reach(node: cst.CSTNode) -> Optional[cst.Attribute]:
                 found.append(n)
 
     node.visit(V())
+    return found[0] if found else None
+
+
+def runs_code(value: cst.BaseExpression) -> bool:
+    """An expression whose evaluation may run code: a call, a yield, an `await` or a walrus in it."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, (cst.Call, cst.Yield, cst.Await, cst.NamedExpr)):
+                found.append(node)
+            return not found and not isinstance(node, cst.Lambda)
+
+    value.visit(V())
+    return bool(found)
+
+
+#: calls that bind names no assignment shows
+_NAMESPACE_WRITERS = frozenset({"globals", "vars", "locals", "exec", "eval", "setattr", "__import__"})
+
+
+def rebinder(module: cst.Module, fn: Optional[cst.FunctionDef], name: str) -> Optional[str]:
+    """Code that may rebind ``name`` behind a call, in words, or None.  ``fn``: the function
+    ``name`` is a local of (a nested function with ``nonlocal name``), or None for a name of the
+    module (a function with ``global name``; ``globals()``, ``vars()``, ``exec``, ``setattr``)."""
+    found: list = []
+
+    class V(cst.CSTVisitor):
+        def visit_Global(self, node: cst.Global) -> None:
+            if fn is None and any(n.name.value == name for n in node.names):
+                found.append(f"a function declares `global {name}`")
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+            if fn is not None and any(n.name.value == name for n in node.names):
+                found.append(f"a nested function declares `nonlocal {name}`")
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if fn is None and isinstance(node.func, cst.Name) and node.func.value in _NAMESPACE_WRITERS:
+                found.append(f"`{node.func.value}()` may bind names")
+
+    (module if fn is None else fn).visit(V())
     return found[0] if found else None

@@ -37,7 +37,7 @@ from migrator._plugins._grad_hints import outside_ys_reason, where_to_open
 from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
 from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
-from migrator._plugins._grad_bjac import gradient_cut, value_reads
+from migrator._plugins._grad_bjac import check_ranks, gradient_cut, value_reads
 from migrator._plugins._grad_calls import CallsProof
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
 from migrator.tfnames import dotted
@@ -153,6 +153,8 @@ class Prover(WatchProof, CallsProof):
                                      any(touches(value_reads(self.flat[i].fx.reads), self.keys) for i in S)):
             raise Refuse("TFG126", "the targets do not read the sources in this block: TF1's batch_jacobian gave "
                                    "None there, GradientTape.batch_jacobian gives zeros; check the call")
+        if c.kind == "bjac":
+            check_ranks(self, c, k)
         cut = self._gradient_cut(S) if c.kind == "bjac" else None
         if cut:
             raise Refuse("TFG128", f"`{cut}` on the way from the sources may cut the gradient: TF1's batch_jacobian "

@@ -9,6 +9,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import effects, touches
 from migrator._plugins._grad_find import chain_items
+from migrator._plugins._grad_hidden import rebinder
 from migrator._plugins._grad_model import TRAINABLE, Call, Refuse, Source
 from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, qnames, value_kind
 from migrator.tfnames import dotted
@@ -43,8 +44,14 @@ class WatchProof:
                 raise Refuse("TFG126", f"`{src.key}` is bound to {what} at line {self.line(j)}: "
                                        "TF1 differentiated a new constant made from it (None), and a tape cannot "
                                        "watch it; make it a tensor (tf.constant) if a gradient was meant")
-            table = self.an.shared(c.node)  # `alias.append(b)`, or a closure, may change it too
             root = src.key.split(".")[0]
+            local = self.scope.func if self.scope.func is not None and root in self.scope.locals else None
+            hidden = rebinder(self.an.module, local, root)
+            if hidden:
+                raise Refuse("TFG133", f"`{root}` may be rebound behind a call ({hidden}), so the tape may watch "
+                                       f"another value than the one the targets use; bind the sources to new local "
+                                       "names right before the forward pass")
+            table = self.an.shared(c.node)  # `alias.append(b)`, or a closure, may change it too
             shared = root in table or any(root in group for group in table.values())
             if fresh.get(src.key) is None or shared:
                 changed = [i for i in range(max(s, (j if j is not None else -1) + 1), k) if not self.flat[i].dead
@@ -152,7 +159,9 @@ class WatchProof:
         j = self._bind_at(key, k)
         if j is not None:
             value = self._binding_value(j, key)
-            return value_kind(value, self.an.qn, self.an.one_output) if value is not None else "unknown"
+            if value is None:
+                return "unknown"
+            return _py_func_kind(value, self.an.qn) or value_kind(value, self.an.qn, self.an.one_output)
         if "." in key:
             return "unknown"
         sc = self.scope
@@ -171,6 +180,30 @@ class WatchProof:
             return kinds.pop() if len(kinds) == 1 else "unknown"
         return "unknown"
 
+
+
+#: Python-function ops: one op, but a list of tensors when ``Tout`` is a list
+_PY_FUNCS = {"tensorflow.py_func": 2, "tensorflow.py_function": 2, "tensorflow.numpy_function": 2,
+             "tensorflow.script_ops.eager_py_func": 2}
+
+
+def _py_func_kind(value: cst.BaseExpression, qn) -> Optional[str]:
+    """``tf.py_function(f, [c], [tf.float32])`` is a list of one tensor (an adversarial run: it was
+    taken for a tensor, the tape got ``[x]`` and handed back ``[[g]]``); "tensor" for a single
+    dtype, "unknown" for a ``Tout`` the source does not spell; None for other values."""
+    from migrator.tfnames import tf_name
+
+    at = _PY_FUNCS.get(tf_name(value, qn)) if isinstance(value, cst.Call) else None
+    if at is None:
+        return None
+    args = [a for a in value.args if a.keyword is None]
+    tout = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "Tout"), None)
+    if tout is None and len(args) > at:
+        tout = args[at].value
+    if isinstance(tout, (cst.List, cst.Tuple)):
+        return "list"
+    return "tensor" if isinstance(tout, cst.Attribute) and dotted(tout) and dotted(tout).split(".")[-1] in (
+        "float16", "float32", "float64", "bfloat16", "complex64", "complex128") else "unknown"
 
 
 #: calls that hand back exactly the values of their one argument, as a list (qualified names)

@@ -455,6 +455,8 @@ class GradientRewrite:
             return None
         where = ("open the tape where those values are computed" if scope.func is None else
                  f"open the tape in the caller of `{scope.func.name.value}`")
+        if all("has rank 2 or more" in a for a in c.assumptions):
+            where = "reshape it to [batch, -1] by hand before the call"
         return Refuse("TFG129", "the tape is right only if " + "; and ".join(c.assumptions) +
                       f". If that holds, re-run with --unsafe-fixes; otherwise {where}")
 
