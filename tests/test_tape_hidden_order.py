@@ -150,3 +150,43 @@ def test_batch_jacobian_needs_ranks_the_source_shows(x, y, ok):
         manual(src, "TFG129", "has rank 2 or more (GradientTape.batch_jacobian raises on rank 1")
         out, site, _ = site_of(src, unsafe=True)
         assert site.status == MIGRATED and "rank 2 or more" in " ".join(site.assumptions or [site.reason])
+
+
+# -- v1 control flow behind project code, in a Session script ------------------------------------------
+SESSION = HEAD + """\
+class Pow(object):
+    def __call__(self, x, n):
+{body}
+
+
+pw = Pow()
+x = tf.constant([1.5, 2.0])
+y = tf.reduce_sum(pw(x, 3))
+g = tf.gradients(y, x)[0]
+with tf.Session() as sess:
+    print(sess.run(g))
+"""
+LOOP = """\
+        i0 = tf.constant(0)
+        _, out = tf.while_loop(lambda i, acc: i < n, lambda i, acc: (i + 1, acc * x), [i0, tf.ones_like(x)])
+        return out"""
+PLAIN = "        return x * x * x"
+
+
+def test_a_session_script_calling_project_code_while_the_project_builds_v1_control_flow():
+    # the tape returned None for the while_loop in `Pow.__call__` under the Session
+    manual(SESSION.format(body=LOOP), "TFG132", "`pw(...)` runs project code the migrator does not follow")
+    migrated(SESSION.format(body=PLAIN))  # no v1 control flow anywhere in the project
+
+
+@pytest.mark.parametrize("line", ["print(sorted(locals().copy()))\n", "print(globals().get('x'))\n"])
+def test_reading_the_namespace_rebinds_nothing(line):
+    # real code logs its settings with `lib.print_model_settings(locals().copy())` (igul222's WGAN-GP)
+    migrated(HEAD + "a = tf.constant([1.0, 2.0])\nz = a * 5.0\nx = tf.constant([3.0, 4.0])\n" + line +
+             "y = tf.reduce_sum(x * z)\ng = tf.gradients(y, x)[0]\n")
+
+
+def test_a_formatted_name_literal_is_dropped_as_before():
+    out = migrated(HEAD + "x = tf.constant([1.0, 2.0])\ny = tf.reduce_sum(x ** 3)\nidx = 1\n"
+                          "g = tf.gradients(y, x, name='grad_{}'.format(idx))[0]\n")
+    assert "format" not in out.split("tape.gradient")[1]

@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._plugins._grad_model import Refuse
-from migrator._plugins._grad_values import call_kind, calls_in
+from migrator._plugins._grad_values import V1_CONTROL_FLOW, call_kind, calls_in
 from migrator.pipeline import imported_modules, module_names_for
 from migrator.project_star import star_rebinding
 from migrator.tfnames import dotted
@@ -413,3 +413,62 @@ def _star_rebinds(an, here: str) -> Optional[str]:
         return None
     heads = {(dotted(c.node.func) or "").split(".")[0] for c in an.calls if c.node is not None} - {""}
     return star_rebinding(an.project, here, an.ctx.source, heads)
+
+
+#: v1 control flow, as a project's code spells a call of it
+_V1_CALL = r"\b(while_loop|cond|case|switch_case|scan|map_fn|foldl|foldr|dynamic_rnn|bidirectional_dynamic_rnn|" \
+           r"raw_rnn|static_state_saving_rnn)\s*\("
+
+
+def hidden_v1_control_flow(an, flat: list, s: int, e: int) -> Optional[str]:
+    """In a Session script, a region that calls project code the same-module scan does not follow
+    (a method, `__call__`, an imported function, `FNS[k](x)`) while some project file builds v1
+    control flow: the tape may not differentiate it (an adversarial run: it returned None)."""
+    hits = an.project.grep(b"(", _V1_CALL)
+    if hits == []:
+        return None
+    if hits is not None:  # only code loaded with this file: itself and what it imports
+        here = os.path.abspath(an.ctx.path)
+        near = {here} | {os.path.abspath(p) for p in an.project.import_closure(here, depth=16)}
+        hits = [h for h in hits if os.path.abspath(h) in near]
+        if not hits:
+            return None
+    for i in range(s, e + 1):
+        node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
+        for call in calls_in(node) if node is not None else []:
+            fn = call.func
+            if call_kind(call, an.qn) != "project" or isinstance(fn, cst.Name) and fn.value in an.find.defs:
+                continue
+            where = f"{os.path.basename(hits[0])} builds" if hits else "project code may build"
+            return f"`{an.code(fn)}(...)` runs project code the migrator does not follow, and {where} v1 " \
+                   "control flow (`tf.while_loop`, `tf.cond`, ...)"
+    return None
+
+
+def check_session_control_flow(an, c, flat: list, s: int, e: int) -> None:
+    """A Session script's tape cannot differentiate v1 control flow (TFG132): built on a line of
+    the region, in a same-module function it calls, or maybe behind project code."""
+    for i in range(s, e + 1):
+        node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
+        found = _v1_control_flow(an, node, set()) if node is not None else None
+        if found:
+            raise Refuse("TFG132", f"line {an.line(flat[i].orig) if flat[i].orig else c.line} builds `{found}` (v1 "
+                                   "control flow) and this file still runs under a Session, where a tape cannot "
+                                   "differentiate it; keep tf.gradients until the script runs eagerly")
+    hidden = hidden_v1_control_flow(an, flat, s, e)
+    if hidden:
+        raise Refuse("TFG132", f"{hidden}, and this file still runs under a Session, where a tape cannot "
+                               "differentiate v1 control flow; keep tf.gradients until the script runs eagerly")
+
+
+def _v1_control_flow(an, node: cst.CSTNode, seen: set) -> Optional[str]:
+    for call in calls_in(node):
+        if an.tf_name(call) in V1_CONTROL_FLOW:
+            return an.code(call.func)
+        fn = call.func
+        if isinstance(fn, cst.Name) and fn.value in an.find.defs and fn.value not in seen:
+            seen.add(fn.value)
+            found = _v1_control_flow(an, an.find.defs[fn.value].body, seen)
+            if found:
+                return f"{found}` inside `{fn.value}"
+    return None

@@ -57,11 +57,14 @@ def graph_reach(node: cst.CSTNode) -> Optional[cst.Attribute]:
 
 
 def runs_code(value: cst.BaseExpression) -> bool:
-    """An expression whose evaluation may run code: a call, a yield, an `await` or a walrus in it."""
+    """An expression whose evaluation may run code: a call, a yield, an `await` or a walrus in it
+    (not a string literal's ``.format`` of names and literals: ``name="grad_{}".format(i)``)."""
     found = []
 
     class V(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.Call) and _formats_a_literal(node):
+                return False
             if isinstance(node, (cst.Call, cst.Yield, cst.Await, cst.NamedExpr)):
                 found.append(node)
             return not found and not isinstance(node, cst.Lambda)
@@ -70,8 +73,17 @@ def runs_code(value: cst.BaseExpression) -> bool:
     return bool(found)
 
 
+def _formats_a_literal(call: cst.Call) -> bool:
+    f = call.func
+    return isinstance(f, cst.Attribute) and isinstance(f.value, cst.SimpleString) and f.attr.value == "format" \
+        and all(isinstance(a.value, (cst.Name, cst.SimpleString, cst.Integer, cst.Float)) and not a.star
+                for a in call.args)
+
+
 #: calls that bind names no assignment shows
 _NAMESPACE_WRITERS = frozenset({"globals", "vars", "locals", "exec", "eval", "setattr", "__import__"})
+#: methods of a namespace dict that only read it
+_READS = frozenset({"copy", "get", "items", "keys", "values", "__contains__", "__getitem__"})
 
 
 def rebinder(module: cst.Module, fn: Optional[cst.FunctionDef], name: str) -> Optional[str]:
@@ -79,6 +91,7 @@ def rebinder(module: cst.Module, fn: Optional[cst.FunctionDef], name: str) -> Op
     ``name`` is a local of (a nested function with ``nonlocal name``), or None for a name of the
     module (a function with ``global name``; ``globals()``, ``vars()``, ``exec``, ``setattr``)."""
     found: list = []
+    read: set = set()
 
     class V(cst.CSTVisitor):
         def visit_Global(self, node: cst.Global) -> None:
@@ -89,8 +102,13 @@ def rebinder(module: cst.Module, fn: Optional[cst.FunctionDef], name: str) -> Op
             if fn is not None and any(n.name.value == name for n in node.names):
                 found.append(f"a nested function declares `nonlocal {name}`")
 
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Call) and node.attr.value in _READS:
+                read.add(id(node.value))  # `locals().copy()`: a read of the namespace (real code logs it)
+
         def visit_Call(self, node: cst.Call) -> None:
-            if fn is None and isinstance(node.func, cst.Name) and node.func.value in _NAMESPACE_WRITERS:
+            if fn is None and isinstance(node.func, cst.Name) and node.func.value in _NAMESPACE_WRITERS \
+                    and id(node) not in read:
                 found.append(f"`{node.func.value}()` may bind names")
 
     (module if fn is None else fn).visit(V())

@@ -49,13 +49,14 @@ from migrator._plugins._grad_filechecks import (
     calls_manual_gradient,
     check_contexts,
     check_runtime_args,
+    check_session_control_flow,
     eager_guard,
     grad_file_refusal,
 )
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
 from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
-    V1_CONTROL_FLOW, Closedness, call_kind, calls_in, is_fresh, library_imports, local_module_names,
+    Closedness, call_kind, calls_in, is_fresh, library_imports, local_module_names,
     module_constants, param_names,
 )
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
@@ -433,14 +434,7 @@ class GradientRewrite:
                                    "stays manual; migrate that one first, then re-run")
         self._no_collections(c, flat, s, e)  # a Session script too: verify runs it in TF2 eager as well
         if self.find.session:
-            for i in range(s, e + 1):
-                node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
-                found = self._v1_control_flow(node, set()) if node is not None else None
-                if found:
-                    raise Refuse("TFG132", f"line {self.line(flat[i].orig) if flat[i].orig else c.line} builds "
-                                           f"`{found}` (v1 control flow) and this file still runs under a Session, "
-                                           "where a tape cannot differentiate it; keep tf.gradients until the "
-                                           "script runs eagerly")
+            check_session_control_flow(self, c, flat, s, e)
         for i in range(s + 1, c.item + 1):
             orig = flat[i].orig
             if orig is not None and any(CELL_MARKER in ln.comment.value for ln in getattr(orig, "leading_lines", ())
@@ -473,19 +467,6 @@ class GradientRewrite:
                     raise Refuse("TFG135", f"`{self.code(call.func)}(...)` reads a TF1 graph collection, which is "
                                            "empty under TF2 eager, where a tape here would run; use the model's own "
                                            "list (model.trainable_variables, model.losses) instead, then re-run")
-
-    def _v1_control_flow(self, node: cst.CSTNode, seen: set) -> Optional[str]:
-        for call in calls_in(node):
-            name = self.tf_name(call)
-            if name in V1_CONTROL_FLOW:
-                return self.code(call.func)
-            fn = call.func
-            if isinstance(fn, cst.Name) and fn.value in self.find.defs and fn.value not in seen:
-                seen.add(fn.value)
-                found = self._v1_control_flow(self.find.defs[fn.value].body, seen)
-                if found:
-                    return f"{found}` inside `{fn.value}"
-        return None
 
 
 def _literal_value(v: cst.BaseExpression) -> bool:
