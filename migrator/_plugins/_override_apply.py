@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 import libcst as cst
 
@@ -313,8 +313,9 @@ class _Cleanup(cst.CSTTransformer):
 class _ScopedDead(cst.CSTVisitor):
     """Which maybe-dead assignments are dead in the function (or module) that holds them."""
 
-    def __init__(self, names: set[str], keep: set = frozenset()):
+    def __init__(self, names: set[str], keep: set = frozenset(), seeded: bool = True):
         self.names = names - set(keep)
+        self.seeded = seeded
         self.dead_stmts: set = set()
         self.counts: list[Counter] = []
         self.all_stmts: list = []
@@ -343,12 +344,33 @@ class _ScopedDead(cst.CSTVisitor):
             if key in self.names:
                 counts = self.counts[0] if "." in key else self.counts[-1]
                 probe = "." + key.rsplit(".", 1)[1] if "." in key else key
-                if counts[probe] <= 1:
+                effect = _side_effect(node.body[0].value)
+                if counts[probe] <= 1 and (effect is None or effect == "draw" and not self.seeded):
                     self.dead_stmts.add(node)
 
 
+def _side_effect(value: cst.BaseExpression) -> Optional[str]:
+    """What evaluating a dead name's value does besides making the name: "draw" from a global
+    random stream (`np.random.randint(0, 1e8)` in the py_func recipe: with `np.random.seed(0)`,
+    later draws would change once it went; an adversarial run), move a counter ("other"), or None."""
+    from migrator.tfnames import dotted
+
+    found: list = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            name = dotted(node.func) or ""
+            if name.startswith(("np.random.", "numpy.random.", "random.")):
+                found.append("draw")
+            elif name == "next":  # `"Grad%d" % next(counter)`: the counter moves on
+                found.append("other")
+
+    value.visit(V())
+    return "other" if "other" in found else ("draw" if found else None)
+
+
 def _dead(module: cst.Module, plan: OverridePlan) -> tuple[set, set[str]]:
-    scan = _ScopedDead(plan.maybe_dead, plan.keep)
+    scan = _ScopedDead(plan.maybe_dead, plan.keep, plan.seeded)
     module.visit(scan)
     for name, stmts in plan.map_groups.items():  # a map built in a few statements, now read by nobody
         live = [n for n in scan.all_stmts if any(n.deep_equals(s) for s in stmts)]  # the rewrite copied them

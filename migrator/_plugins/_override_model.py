@@ -189,6 +189,8 @@ class OverridePlan:
     insert_before: dict[cst.CSTNode, list[str]] = field(default_factory=dict)
     insert_after: dict[cst.CSTNode, list[str]] = field(default_factory=dict)
     maybe_dead: set[str] = field(default_factory=set)  # names whose assignment may now be dead
+    #: the project may seed a global random stream (`np.random.seed(0)`): a dead name's draw from it stays
+    seeded: bool = True
     #: a named map and the statements that build it: all dead once nothing else reads it
     map_groups: dict[str, list] = field(default_factory=dict)
     keep: set[str] = field(default_factory=set)  # module-level names other files import: never dead

@@ -312,6 +312,7 @@ def _plan_registrations(p: Planner, results: dict, helpers: dict, regs_by_id: di
             plan.remove.add(reg.stmt)
         if reg.key[0] == "name":
             plan.maybe_dead.add(reg.key[2])
+            plan.seeded = p.project.grep(b"seed", r"\bseed\s*\(") != []  # `np.random.seed(0)`; None: too big to tell
         if reg.fn is not None:
             if spec is not None:
                 plan.helpers[reg.fn] = spec.node
