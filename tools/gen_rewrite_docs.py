@@ -101,6 +101,9 @@ TF1 (absent) gradient.  A one-element `Tout` list keeps `py_func`'s list result
 in every mode (eager `numpy_function` unwraps it).  When the gradient function
 is passed as a value (the well-known recipe with `tf.RegisterGradient(rnd_name)(grad)`),
 every function passed for it in the file is converted to `grad(inputs, *grads)`.
+The recipe's `rnd_name = "PyFuncGrad" + str(np.random.randint(0, 1e8))` goes with the
+registration, unless the project seeds NumPy (`np.random.seed(...)`): then it stays, so
+that every later draw is the number it was.
 
 ## Rules, before and after
 """
