@@ -15,6 +15,9 @@ A call is one of these *kinds*:
 from __future__ import annotations
 
 import builtins
+import functools
+import json
+import os
 from typing import Optional
 
 import libcst as cst
@@ -61,6 +64,25 @@ _MAY_RETURN_INPUT = {
     "tensorflow.layers.dropout", "tensorflow.keras.backend.cast", "tensorflow.keras.backend.dropout",
     "tensorflow.get_variable", "tensorflow.image.convert_image_dtype",
 }
+#: the public TF functions whose Python source may hand back an argument itself (or a part of
+#: one) for some inputs, found by tools/gen_pass_through.py: `tf.image.central_crop(h, 1.0)` is `h`
+#: (an adversarial run), so are `tf.keras.activations.linear(h)` and `tf.math.round` of int `h`
+_PASS_THROUGH_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                                  "pass_through.json")
+
+
+@functools.lru_cache(maxsize=None)
+def pass_through() -> frozenset[str]:
+    """The shipped table of TF functions that may return an argument (read once, no TensorFlow)."""
+    with open(_PASS_THROUGH_PATH, "r", encoding="utf-8") as f:
+        return frozenset(json.load(f)["pass_through"])
+
+
+def may_return_input(name: Optional[str]) -> bool:
+    """A TF call of this (normalised) name may hand back one of its arguments itself."""
+    return name is not None and (name in _MAY_RETURN_INPUT or name in pass_through())
+
+
 _PURE_BUILTINS = {
     "print", "len", "range", "isinstance", "issubclass", "int", "float", "bool", "str", "list", "tuple", "dict",
     "set", "frozenset", "zip", "enumerate", "sorted", "reversed", "min", "max", "sum", "abs", "round", "any",
@@ -194,7 +216,7 @@ def is_fresh(value: Optional[cst.BaseExpression], qn, tensor_name=None) -> bool:
     ``tensor_name(n)``: whether name ``n`` is known to hold a tensor there."""
     if isinstance(value, cst.Call):
         name = tf_name(value, qn)
-        return call_kind(value, qn) in ("tf", "leaf") and name not in _MAY_RETURN_INPUT
+        return call_kind(value, qn) in ("tf", "leaf") and not may_return_input(name)
     if isinstance(value, cst.BinaryOperation):
         return not (_literal(value.left) and _literal(value.right)) and not may_be_sequence_op(value, tensor_name)
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
