@@ -201,10 +201,11 @@ class RunIndex:
             self.asked.add(ASKED_ALL)
         return self.manual_override_modules
 
-    def left_manual(self, modules) -> set[str]:
-        """Those of ``modules`` whose overrides stayed manual in this run."""
+    def left_manual(self, modules, record: bool = True) -> set[str]:
+        """Those of ``modules`` whose overrides stayed manual in this run (``record``: the answer
+        decides something, so a run on a guess must know it asked)."""
         modules = set(modules)
-        if self.asked is not None:
+        if self.asked is not None and record:
             self.asked |= modules
         return modules & self.manual_override_modules
 

@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 from migrator import files
 from migrator.model import IGNORED, MANUAL, OVERRIDE_MAP, PY_FUNC_GRADIENT, REGISTER_GRADIENT, FileResult
-from migrator.pipeline import ASKED_ALL, Options, RunIndex, may_have_sites, module_names_for
+from migrator.pipeline import ASKED_ALL, Options, RunIndex, imported_modules, may_have_sites, module_names_for
 from migrator.project import Project, find_root
 
 WRITE, DIFF, CHECK = "write", "diff", "check"
@@ -250,15 +250,16 @@ class _Workers:
         none: frozenset = frozenset()
         seen = {r.path for regs in self.index.registrations.values() for r in regs}
         guess = frozenset(self.index.override_modules | _modules(seen))
-        ahead = self.jobs > 1 and not writes
-        work = [(p, none, True, writes) for p in first] + ([(p, guess, True, False) for p in rest] if ahead else [])
+        # in a pool, files that import no module of the guess run alongside the first half (what
+        # they ask about is mostly what they import); the others wait for it: run on a guess, a
+        # tree whose overrides mostly migrate ran twice (the synthetic tree: -j 2 as slow as -j 1)
+        ahead = [p for p in rest if not imported_modules(self.index.sources.get(p, "")) & guess] \
+            if self.jobs > 1 and not writes else []
+        work = [(p, none, True, writes) for p in first] + [(p, guess, True, False) for p in ahead]
         ran = self._run(work, progress)
         manual = frozenset(_modules(p for p in first if left_manual(ran[p][0])))
         again = [(p, manual, False, False) for p in first if writes or _guessed_wrong(ran[p][1], none, manual)]
-        if ahead:
-            again += [(p, manual, False, False) for p in rest if _guessed_wrong(ran[p][1], guess, manual)]
-        else:
-            again += [(p, manual, False, False) for p in rest]
+        again += [(p, manual, False, False) for p in rest if p not in ran or _guessed_wrong(ran[p][1], guess, manual)]
         ran.update(self._run(again, progress))
         return [ran[p][0] for p in first + rest]
 

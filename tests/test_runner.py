@@ -166,3 +166,25 @@ def test_an_api_spelled_with_fullwidth_letters_is_an_error_not_a_miss(tmp_path):
     path.write_text(src, encoding="utf-8")
     (res,) = runner.run([str(path)], runner.RunOptions(mode=runner.WRITE)).results
     assert "compatibility characters" in res.error and path.read_text(encoding="utf-8") == src
+
+
+def test_files_that_cannot_run_with_an_override_are_not_run_twice(tmp_path, monkeypatch):
+    """Overrides that migrate, and gradient files that import none of them: in a pool the files
+    run once (the synthetic bench tree ran its second half twice: -j 2 was as slow as -j 1)."""
+    for i in range(3):
+        (tmp_path / f"ops{i}.py").write_text(_MIGRATES)
+    for i in range(4):
+        (tmp_path / f"user{i}.py").write_text("import tensorflow as tf\n\n\ndef f(x):\n    y = x * x * x\n"
+                                               "    return tf.gradients(y, x)[0]\n")
+    sizes = []
+    real = runner._Workers._run
+
+    def counted(self, work, progress):
+        sizes.append(len(work))
+        return real(self, work, progress)
+
+    monkeypatch.setattr(runner._Workers, "_run", counted)
+    paths = sorted(str(p) for p in tmp_path.iterdir())
+    res = runner.run(paths, runner.RunOptions(mode=runner.CHECK, jobs=2))
+    assert sizes == [7, 0], sizes  # every file once, on a guess; none again
+    assert all(s.migrated for r in res.results for s in r.sites)

@@ -67,10 +67,15 @@ def grad_file_refusal(an) -> Optional[Refuse]:
     # an override entered elsewhere may wrap a call that reaches this file's code through other
     # modules, a method or a context manager (an adversarial run: TF1 [2, 2, 2], a tape [2, 0, 2])
     for other in an.project.grep(b"gradient_override_map") or []:
-        in_run = other in an.project.originals
-        if other == here or in_run and not an.ctx.index.left_manual(module_names_for(other)):
+        in_run, names = other in an.project.originals, module_names_for(other)
+        if other == here:
+            continue
+        if in_run and not an.ctx.index.left_manual(names, record=False):
+            an.ctx.index.left_manual(names)  # were it manual, the check below would decide: a guess must know
             continue  # its overrides were migrated in this run (checked first: no parse)
         if an.project.override_entries(other) and an.project.may_run_together(here, other):
+            if in_run:
+                an.ctx.index.left_manual(names)  # the answer decides; a file that cannot run with it did not ask
             where = "is not part of this run" if not in_run else "was left for manual migration"
             at = an.project.override_entries(other)[0].line
             return Refuse("TFG122", f"{os.path.basename(other)}:{at} enters gradient_override_map and {where}; it "
