@@ -219,23 +219,22 @@ class Find(cst.CSTVisitor):
         if cur is None:
             return False  # no else: the binding may not run
         arms.append(cur.body)
-        return all(any(isinstance(st, cst.SimpleStatementLine) and any(
-            isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
-            and small.targets[0].target.value == "tf" and self._tf_module(small.targets[0].target)
-            for small in st.body) for st in arm.body) for arm in arms)
+        return all(any(isinstance(st, cst.SimpleStatementLine) and any(self._binds_tf(small) for small in st.body)
+                       for st in arm.body) for arm in arms)
 
-    def _tf_module(self, target: cst.Name) -> bool:
-        """Every name the target stands for is TF's module (``tensorflow`` on one branch of a
-        shim, ``tensorflow.compat.v1`` on the other)."""
-        names = [q.name for q in self.get_metadata(LazyQualifiedNameProvider, target, set())
+    def _binds_tf(self, stmt: cst.CSTNode) -> bool:
+        """``tf = M`` where every name ``M`` stands for is TF's module (``tensorflow`` on one branch
+        of a shim, ``tensorflow.compat.v1`` on the other)."""
+        if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name)
+                and stmt.targets[0].target.value == "tf"):
+            return False
+        names = [q.name for q in self.get_metadata(LazyQualifiedNameProvider, stmt.targets[0].target, set())
                  if q.source != QualifiedNameSource.LOCAL]  # the target itself
         return bool(names) and all(normalize(n) in TF_MODULES for n in names)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self.depth == 0:
-            if self.tf_alias != "tf" and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
-                    and node.targets[0].target.value == "tf" and self._tf_module(node.targets[0].target) \
-                    and self._always_runs(node):
+            if self.tf_alias != "tf" and self._binds_tf(node) and self._always_runs(node):
                 # `tf = tensorflow.compat.v1`: the tape is spelled as the code spells TF; not when
                 # only a branch binds it (`if USE_COMPAT: tf = ...`), which may not run
                 self.tf_alias = "tf"

@@ -10,6 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
+from migrator.tfnames import DYNAMIC_BINDERS
 
 
 def is_generator(fn: cst.FunctionDef) -> bool:
@@ -80,36 +81,35 @@ def _formats_a_literal(call: cst.Call) -> bool:
                 for a in call.args)
 
 
-#: calls that bind names no assignment shows
-_NAMESPACE_WRITERS = frozenset({"globals", "vars", "locals", "exec", "eval", "setattr", "__import__"})
 #: methods of a namespace dict that only read it
 _READS = frozenset({"copy", "get", "items", "keys", "values", "__contains__", "__getitem__"})
 
 
-def rebinder(module: cst.Module, fn: Optional[cst.FunctionDef], name: str) -> Optional[str]:
-    """Code that may rebind ``name`` behind a call, in words, or None.  ``fn``: the function
-    ``name`` is a local of (a nested function with ``nonlocal name``), or None for a name of the
-    module (a function with ``global name``; ``globals()``, ``vars()``, ``exec``, ``setattr``)."""
-    found: list = []
+def rebinders(scope: cst.CSTNode, module_level: bool) -> dict:
+    """What may rebind names behind a call in ``scope``, in words: ``{name: why}``, and ``"*"``
+    for code that may bind any name.  ``module_level``: ``scope`` is the module (a function with
+    ``global name``; ``globals()``, ``vars()``, ``exec``, ``setattr``); else the function a name is
+    a local of (a nested function with ``nonlocal name``)."""
+    found: dict = {}
     read: set = set()
 
     class V(cst.CSTVisitor):
         def visit_Global(self, node: cst.Global) -> None:
-            if fn is None and any(n.name.value == name for n in node.names):
-                found.append(f"a function declares `global {name}`")
+            for n in node.names if module_level else ():
+                found.setdefault(n.name.value, f"a function declares `global {n.name.value}`")
 
         def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-            if fn is not None and any(n.name.value == name for n in node.names):
-                found.append(f"a nested function declares `nonlocal {name}`")
+            for n in () if module_level else node.names:
+                found.setdefault(n.name.value, f"a nested function declares `nonlocal {n.name.value}`")
 
         def visit_Attribute(self, node: cst.Attribute) -> None:
             if isinstance(node.value, cst.Call) and node.attr.value in _READS:
                 read.add(id(node.value))  # `locals().copy()`: a read of the namespace (real code logs it)
 
         def visit_Call(self, node: cst.Call) -> None:
-            if fn is None and isinstance(node.func, cst.Name) and node.func.value in _NAMESPACE_WRITERS \
+            if module_level and isinstance(node.func, cst.Name) and node.func.value in DYNAMIC_BINDERS \
                     and id(node) not in read:
-                found.append(f"`{node.func.value}()` may bind names")
+                found.setdefault("*", f"`{node.func.value}()` may bind names")
 
-    (module if fn is None else fn).visit(V())
-    return found[0] if found else None
+    scope.visit(V())
+    return found

@@ -9,10 +9,9 @@ import libcst as cst
 
 from migrator._plugins._dataflow import effects, touches
 from migrator._plugins._grad_find import chain_items
-from migrator._plugins._grad_hidden import rebinder
 from migrator._plugins._grad_model import TRAINABLE, Call, Refuse, Source
 from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, qnames, value_kind
-from migrator.tfnames import dotted
+from migrator.tfnames import dotted, tf_name
 
 
 class WatchProof:
@@ -45,8 +44,9 @@ class WatchProof:
                                        "TF1 differentiated a new constant made from it (None), and a tape cannot "
                                        "watch it; make it a tensor (tf.constant) if a gradient was meant")
             root = src.key.split(".")[0]
-            local = self.scope.func if self.scope.func is not None and root in self.scope.locals else None
-            hidden = rebinder(self.an.module, local, root)
+            table = self.an.rebinders(self.scope.func if self.scope.func is not None and root in self.scope.locals
+                                      else None)
+            hidden = table.get(root) or table.get("*")
             if hidden:
                 raise Refuse("TFG133", f"`{root}` may be rebound behind a call ({hidden}), so the tape may watch "
                                        f"another value than the one the targets use; bind the sources to new local "
@@ -182,24 +182,21 @@ class WatchProof:
 
 
 
-#: Python-function ops: one op, but a list of tensors when ``Tout`` is a list
-_PY_FUNCS = {"tensorflow.py_func": 2, "tensorflow.py_function": 2, "tensorflow.numpy_function": 2,
-             "tensorflow.script_ops.eager_py_func": 2}
+#: Python-function ops: one op, but a list of tensors when ``Tout`` (their third argument) is a list
+_PY_FUNCS = frozenset({"tensorflow.py_func", "tensorflow.py_function", "tensorflow.numpy_function",
+                       "tensorflow.script_ops.eager_py_func"})
 
 
 def _py_func_kind(value: cst.BaseExpression, qn) -> Optional[str]:
     """``tf.py_function(f, [c], [tf.float32])`` is a list of one tensor (an adversarial run: it was
     taken for a tensor, the tape got ``[x]`` and handed back ``[[g]]``); "tensor" for a single
     dtype, "unknown" for a ``Tout`` the source does not spell; None for other values."""
-    from migrator.tfnames import tf_name
-
-    at = _PY_FUNCS.get(tf_name(value, qn)) if isinstance(value, cst.Call) else None
-    if at is None:
+    if not isinstance(value, cst.Call) or tf_name(value, qn) not in _PY_FUNCS:
         return None
     args = [a for a in value.args if a.keyword is None]
     tout = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "Tout"), None)
-    if tout is None and len(args) > at:
-        tout = args[at].value
+    if tout is None and len(args) > 2:
+        tout = args[2].value
     if isinstance(tout, (cst.List, cst.Tuple)):
         return "list"
     return "tensor" if isinstance(tout, cst.Attribute) and dotted(tout) and dotted(tout).split(".")[-1] in (

@@ -45,6 +45,7 @@ from migrator._plugins._grad_methods import attribute_evidence, closed_method, m
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import Call, Item, Refuse
 from migrator._plugins._grad_home import home
+from migrator._plugins._grad_hidden import rebinders
 from migrator._plugins._grad_filechecks import (
     calls_manual_gradient,
     check_contexts,
@@ -94,6 +95,7 @@ class GradientRewrite:
         self._project = None
         self._verdicts: dict = {}
         self._shared: Optional[dict] = None
+        self._rebinders: dict = {}
         self._shared_any: Optional[dict] = None
 
     # -- driver -------------------------------------------------------------
@@ -246,6 +248,12 @@ class GradientRewrite:
 
     def module_values(self, key: str) -> list:
         return list(self.find.variables.get(key, []))
+
+    def rebinders(self, fn: Optional[cst.FunctionDef]) -> dict:
+        """What may rebind names behind a call in ``fn`` (None: the module), found once per scope."""
+        if id(fn) not in self._rebinders:
+            self._rebinders[id(fn)] = rebinders(self.module if fn is None else fn, fn is None)
+        return self._rebinders[id(fn)]
 
     def shared(self, node: cst.CSTNode) -> dict:
         """In the function holding ``node``: name -> the names that may reach the same object
