@@ -89,7 +89,7 @@ def calls_manual_gradient(an, flat: list, s: int, e: int) -> Optional[str]:
     a gradient call left manual: a Hessian-vector product over it needs that one first."""
     holders = _manual_gradient_defs(an)
     for i in range(s, e + 1):
-        node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
+        node = flat[i].node
         for call in calls_in(node) if node is not None else ():
             fn = call.func
             name = fn.value if isinstance(fn, cst.Name) else fn.attr.value if isinstance(fn, cst.Attribute) else None
@@ -439,7 +439,7 @@ def hidden_v1_control_flow(an, flat: list, s: int, e: int) -> Optional[str]:
         if not hits:
             return None
     for i in range(s, e + 1):
-        node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
+        node = flat[i].node
         for call in calls_in(node) if node is not None else []:
             fn = call.func
             if call_kind(call, an.qn) != "project" or isinstance(fn, cst.Name) and fn.value in an.find.defs:
@@ -454,7 +454,7 @@ def check_session_control_flow(an, c, flat: list, s: int, e: int) -> None:
     """A Session script's tape cannot differentiate v1 control flow (TFG132): built on a line of
     the region, in a same-module function it calls, or maybe behind project code."""
     for i in range(s, e + 1):
-        node = flat[i].orig if flat[i].orig is not None else (flat[i].hoist or (None, None))[1]
+        node = flat[i].node
         found = _v1_control_flow(an, node, set()) if node is not None else None
         if found:
             raise Refuse("TFG132", f"line {an.line(flat[i].orig) if flat[i].orig else c.line} builds `{found}` (v1 "

@@ -85,6 +85,11 @@ class Item:
     exposed: Optional[tuple] = None
 
     @property
+    def node(self) -> Optional[cst.CSTNode]:
+        """The statement, or the expression of a hoisted ys (None for a generated inner gradient)."""
+        return self.orig if self.orig is not None else (self.hoist or (None, None))[1]
+
+    @property
     def exposed_reads(self) -> set:
         return self.fx.reads if self.exposed is None else self.exposed[0]
 

@@ -209,8 +209,7 @@ class Prover(WatchProof, CallsProof):
         return S
 
     def _gradient_cut(self, S: list) -> Optional[str]:
-        nodes = [self.flat[i].orig if self.flat[i].orig is not None else (self.flat[i].hoist or (None, None))[1]
-                 for i in S]
+        nodes = [self.flat[i].node for i in S]
         return gradient_cut(self.an, [n for n in nodes if n is not None], self._code, self.keys)
 
     def _outside_ys_reason(self, name: str, read_at: Optional[int] = None) -> str:
