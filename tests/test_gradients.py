@@ -604,11 +604,12 @@ else:
     import tensorflow as tf
 
 def marker(path, key):
+    out = []  # every marker line counts (a second `# check:` line was once ignored)
     for line in open(path):
         m = re.match(r"# %s: (.*)" % key, line)
         if m:
-            return [n.strip() for n in m.group(1).split(",")]
-    return []
+            out += [n.strip() for n in m.group(1).split(",")]
+    return out
 
 def execute(path):
     # helper modules beside the fixture (`from ops import *`): importable, and not another fixture's

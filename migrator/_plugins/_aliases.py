@@ -113,7 +113,7 @@ def shared_names_in(module: cst.Module, fn) -> dict:
             own |= {k.split(".")[0] for k in effects(node.body).writes}
             table: dict = {}
             for inner, name in _nested_scopes(node.body):
-                used = (used_names(inner) - {name}) & own  # a nested def, lambda or class
+                used = (used_names(inner) - {name} - _own_names(inner)) & own  # a nested def, lambda or class
                 if name is not None and used:
                     table[name] = used  # a call of the closure may change what it uses
             out[node] = table
@@ -194,6 +194,39 @@ def _called(stmt: cst.CSTNode) -> set:
 
     stmt.visit(V())
     return names
+
+
+def _own_names(scope: cst.CSTNode) -> set:
+    """Names a nested def or lambda binds itself: its parameters and the names its body binds
+    (not declared ``nonlocal``/``global``). Python makes them local throughout the function, so
+    the function around it never shares them: ``def f(X): X = reshape(X)`` leaves the outer
+    ``X`` alone. A class body's names are not seen by its methods, so a class keeps none."""
+    if isinstance(scope, cst.Lambda):
+        return {p.name.value for p in _lambda_params(scope.params)}
+    if not isinstance(scope, cst.FunctionDef):
+        return set()
+    fx = effects(scope.body)
+    declared: set = set()
+
+    class Declared(cst.CSTVisitor):
+        def visit_Global(self, n):
+            declared.update(a.name.value for a in n.names)
+
+        def visit_Nonlocal(self, n):
+            declared.update(a.name.value for a in n.names)
+
+        def visit_FunctionDef(self, n):
+            return False  # a deeper def's declarations are its own
+
+        def visit_Lambda(self, n):
+            return False
+
+        def visit_ClassDef(self, n):
+            return False
+
+    scope.body.visit(Declared())
+    bound = {w for w in fx.writes if "." not in w and w not in fx.mutates}
+    return ({p.name.value for p in _lambda_params(scope.params)} | bound) - declared
 
 
 def _nested_scopes(body: cst.CSTNode) -> list:

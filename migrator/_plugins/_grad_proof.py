@@ -123,6 +123,8 @@ class Prover(WatchProof, CallsProof):
             later = [i for i in S if i >= first and not flat[i].inert]
             hidden = [i for i in range(first, k) if not flat[i].dead and self._may_stash(i, fresh)]
             s = min(later + hidden) if later or hidden else s
+        if not all_fresh:
+            s = self.past_source_blocks(c, S, s, sources, k)
         e = max(S)
         for i in sorted(set(S) | set(range(s, e + 1))):
             node = flat[i].orig

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator._plugins._dataflow import effects, touches
+from migrator._plugins._dataflow import _names_in, effects, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_model import TRAINABLE, Call, Refuse, Source
 from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, qnames, value_kind
@@ -99,6 +99,32 @@ class WatchProof:
             raise Refuse("TFG124", f"cannot tell that `{dotted(c.xs)}` is one tensor; pass tf.hessians a "
                                    "tensor bound by a TF call, or migrate by hand")
 
+    def past_source_blocks(self, c: Call, S: list, s: int, sources: list, k: int) -> int:
+        """The tape's first item, past compound statements at the head of the slice that only make
+        sources (`if i == 0: X = X + noise`, a loop of `X = X - lr * g`), with the lines before
+        them that only make sources too. TF1 differentiated the tensors those lines leave in the
+        sources, made by new ops (never an alias of an older value), so no op of theirs lies on a
+        path from them: the tape opens after them and watches the sources when it opens."""
+        keys = {src.key for src in sources if "." not in src.key}
+        order = sorted(i for i in S if not self.flat[i].inert)
+        start = s
+        for n, i in enumerate(order[:-1]):
+            it = self.flat[i]
+            if i >= k or it.dead or it.orig is None or it.hoist is not None:
+                break
+            made = keys & it.fx.writes
+            other = it.fx.writes - made
+            later = set().union(*(self.flat[j].fx.reads for j in order[n + 1:]))
+            if not made or made & it.fx.mutates or touches(other, later) or touches(other, set(c.ys_keys)) \
+                    or not _binds_fresh_only(it.orig, made, self.an.qn):
+                break
+            if not isinstance(it.orig, cst.SimpleStatementLine):
+                start = order[n + 1]
+        if start != s:
+            c.proof.append(f"lines {self.line(s)}–{self.line(start) - 1} only make the sources from new ops, before "
+                           "the tape; it watches what they leave there when it opens")
+        return start
+
     def _watch_inside_with(self, c: Call, src: Source, j: int) -> bool:
         """A fresh source made on its own line inside a ``with`` body (``with tf.variable_scope(..):
         interp = a + t * (b - a); d = D(interp)``) is watched right after that line, inside the body:
@@ -159,6 +185,15 @@ class WatchProof:
         j = self._bind_at(key, k)
         if j is not None:
             value = self._binding_value(j, key)
+            orig = self.flat[j].orig
+            if value is None and orig is not None and not isinstance(orig, cst.SimpleStatementLine):
+                # `if i == 0: X = X + 0.1`: what the statement binds, or what it leaves
+                values = bound_values(orig, {key})
+                if values is None:
+                    return "unknown"
+                kinds = {value_kind(v, self.an.qn, self.an.one_output) for v in values}
+                kinds.add(self._source_kind(key, j))
+                return kinds.pop() if len(kinds) == 1 else "unknown"
             if value is None:
                 return "unknown"
             return _py_func_kind(value, self.an.qn) or value_kind(value, self.an.qn, self.an.one_output)
@@ -357,3 +392,63 @@ def _returns_python(fn: Optional[cst.CSTNode], an, hops: int) -> bool:
 
     fn.visit(_Returns())
     return bool(found)
+
+
+def _binds_fresh_only(stmt: cst.CSTNode, names: set, qn) -> bool:
+    """Whether every binding of ``names`` inside ``stmt`` is ``name = <new tensor>`` (a TF op or
+    tensor arithmetic): no alias of an older value, no unpacking, loop target or import."""
+    values = bound_values(stmt, names)
+    return values is not None and all(is_fresh(v, qn) for v in values)
+
+
+def bound_values(stmt: cst.CSTNode, names: set) -> Optional[list]:
+    """The values ``stmt`` binds ``names`` to, at any depth (``if c: x = a + b``), when each
+    binding is a plain ``name = value``; None when one is an unpacking, a loop target, an
+    augmented assignment, an import, a def or a class."""
+    ok = [True]
+    values: list = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n):
+            hit = names & {t for tgt in n.targets for t in _names_in(tgt.target)}
+            if not hit:
+                return
+            if len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+                values.append(n.value)
+            else:
+                ok[0] = False
+        def _other(self, bound: set) -> None:
+            if names & bound:
+                ok[0] = False
+
+        def visit_AugAssign(self, n):
+            self._other(_names_in(n.target))
+
+        def visit_AnnAssign(self, n):
+            self._other(_names_in(n.target))
+
+        def visit_NamedExpr(self, n):
+            self._other(_names_in(n.target))
+
+        def visit_For(self, n):
+            self._other(_names_in(n.target))
+
+        def visit_AsName(self, n):
+            self._other(_names_in(n.name))
+
+        def visit_Del(self, n):
+            self._other(_names_in(n.target))
+
+        def visit_FunctionDef(self, n):
+            self._other({n.name.value})
+            return False
+
+        def visit_ClassDef(self, n):
+            self._other({n.name.value})
+            return False
+
+        def visit_ImportAlias(self, n):
+            self._other({(n.evaluated_alias or n.evaluated_name).split(".")[0]})
+
+    stmt.visit(V())
+    return values if ok[0] else None

@@ -1,0 +1,102 @@
+"""Sources remade by an `if`, a loop or a `with` before the forward pass, and closures that
+only look like they share a name (held-out corpus: EBM's PGD attack, `if i == 0: X = X + noise`).
+
+A statement at the head of the slice that only makes sources from new ops runs before the tape,
+which watches what it leaves. Each refusal below is a variant where that is wrong: an alias of
+an older value, another value made from the new source, a list filled with it, an older use.
+fixtures/grad_source_made_by_if_or_loop checks the migrations by numbers.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from migrator.model import MANUAL, MIGRATED
+from migrator.pipeline import migrate_text
+
+HEAD = "import tensorflow as tf\n\n\n"
+
+
+def site_of(src: str):
+    src = textwrap.dedent(src)
+    out, sites = migrate_text(src)
+    assert len(sites) == 1, sites
+    return out, sites[0], src
+
+
+def manual(src: str, code: str, words: str) -> None:
+    out, site, src = site_of(src)
+    assert out == src and site.status == MANUAL and site.code == code, (site.code, site.reason)
+    assert words in site.reason, site.reason
+
+
+def migrated(src: str) -> str:
+    out, site, _ = site_of(src)
+    assert site.status == MIGRATED, (site.code, site.reason)
+    return out
+
+
+def run(body: str) -> str:
+    """A function `run(x)` with ``body``, and a caller that passes a tensor."""
+    return HEAD + "def run(x, flag=False):\n" + textwrap.indent(textwrap.dedent(body), "    ") + \
+        "\n\nout = run(tf.constant([0.5, 1.5]))\n"
+
+
+@pytest.mark.parametrize("head", [
+    "X = x * 1.0\nif flag:\n    X = X + 0.1\n",
+    "X = x * 1.0\nfor _ in range(3):\n    X = X - 0.1 * tf.sin(X)\n",
+    "X = x * 1.0\nn = 0\nwhile n < 2:\n    X = tf.tanh(X) + X\n    n += 1\n",
+])
+def test_a_statement_that_only_remakes_the_source_runs_before_the_tape(head):
+    out = migrated(run(head + "loss = tf.reduce_sum(X ** 3)\nreturn tf.gradients(loss, X)[0]\n"))
+    opened = out.index("with tf.GradientTape() as tape:")
+    assert opened > out.index("X = x * 1.0") and out.index("tape.watch(X)") > opened
+    remaking = next(out.index(w) for w in ("if flag:", "for _ in", "while n") if w in out)
+    assert remaking < opened, out  # the remaking statement stays outside the tape
+    assert "return tape.gradient(loss, X)" in out and "flatten" not in out  # X is one tensor
+
+
+@pytest.mark.parametrize("head, code, words", [
+    # X may be the tensor `y` that `h` was made from: TF1 differentiated through `h` too
+    ("h = x * 2.0\nX = x * 1.0\nif flag:\n    X = x\n", "TFG133", "`X` is bound inside the `if` statement"),
+    # `Z` is made from the new X inside the statement: the tape would not see that path
+    ("X = x * 1.0\nif flag:\n    X = X + 0.5\n    Z = X * 3.0\n", "TFG133", "`X` is bound inside the `if`"),
+    # a list filled with a value made from the new X
+    ("cache = []\nX = x * 1.0\nif flag:\n    X = X + 1.0\n    cache.append(X * 2.0)\n", "TFG133",
+     "`X` is bound inside the `if`"),
+    # `h` used the source before the `if`, which may leave it as it was
+    ("X = x * 1.0\nh = X * 3.0\nif flag:\n    X = X + 0.1\n", "TFG133", "`X` is bound inside the `if`"),
+])
+def test_a_statement_that_does_more_than_remake_the_source_stays_in_the_way(head, code, words):
+    tail = "loss = tf.reduce_sum(X * {})\nreturn tf.gradients(loss, X)[0]\n"
+    used = "Z" if "Z =" in head else "cache[0]" if "cache" in head else "h" if "h =" in head else "X"
+    manual(run(head + tail.format(used)), code, words)
+
+
+def test_an_unpacking_or_augmented_binding_in_the_statement_is_not_taken_for_a_new_tensor():
+    # `X, _ = x, 0` makes X the argument itself; `X += v` extends a list in place
+    for remake in ("X, _ = x, 0", "X += 1.0", "for X in [x]:\n        pass"):
+        manual(run(f"X = x * 1.0\nif flag:\n    {remake}\nloss = tf.reduce_sum(X ** 3)\n"
+                   "return tf.gradients(loss, X)[0]\n"), "TFG133", "`X` is bound inside the `if`")
+
+
+def test_a_nested_function_whose_parameter_has_the_sources_name_does_not_change_it():
+    # `def logits(X): X = tf.reshape(X, ...)` rebinds its own X: calling it leaves the outer X alone
+    body = """\
+    def logits(X):
+        X = tf.reshape(X, (-1, 1))
+        return X * 2.0
+
+    X = x * 1.0
+    if flag:
+        X = X + 0.1
+    loss = tf.reduce_sum(logits(X))
+    return tf.gradients(loss, X)[0]
+    """
+    _, site, _ = site_of(run(body))  # what the nested function returns is the one assumption left
+    assert site.code == "TFG129" and "`logits(...)` at line 12 builds its result afresh" in site.reason, site.reason
+    closure = body.replace("def logits(X):\n        X = tf.reshape(X, (-1, 1))\n        return X * 2.0",
+                           "def logits(Y):\n        X.append(Y)\n        return Y * 2.0")
+    assert closure != body
+    manual(run(closure), "TFG133", "`X` may be changed in place")
