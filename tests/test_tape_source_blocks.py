@@ -100,3 +100,44 @@ def test_a_nested_function_whose_parameter_has_the_sources_name_does_not_change_
                            "def logits(Y):\n        X.append(Y)\n        return Y * 2.0")
     assert closure != body
     manual(run(closure), "TFG133", "`X` may be changed in place")
+
+
+# -- an adversarial run on the rule: 8 wrong migrations before these checks ----------------------
+@pytest.mark.parametrize("head, sources", [
+    # the line before the `if` reads another source: TF1 differentiated x -> X too
+    ("X = x * 1.0\nif flag:\n    X = X + 0.1\n", "[X, x]"),
+    # one statement remakes two sources, the second from the first
+    ("X = x * 1.0\nif flag:\n    X = X + 0.1\n    Y = X * 2.0\n", "[X, Y]"),
+    # a simple line makes one source from another before the loop remakes it
+    ("X = x * 1.0\nY = X * 2.0\nfor _ in range(2):\n    Y = Y + 0.1\n", "[X, Y]"),
+])
+def test_statements_that_read_or_make_another_source_stay_inside_the_tape(head, sources):
+    src = run(head + f"loss = tf.reduce_sum(X * {sources[-2]} + X)\ngs = tf.gradients(loss, {sources})\n"
+                     "return gs[0] + gs[1]\n")
+    out, site, src = site_of(src)
+    if site.status == MIGRATED:  # then the tape must hold every line from the first source on
+        assert out.index("with tf.GradientTape()") < out.index("X = x * 1.0"), out
+
+
+@pytest.mark.parametrize("head", [
+    # a line between the statement and the targets keeps a value made from the source
+    "X = x * 1.0\nif flag:\n    X = X + 0.1\nglobals()['H'] = X * 3.0\n",
+    # the statement itself does
+    "X = x * 1.0\nif flag:\n    X = X + 0.1\n    globals()['H'] = X * 3.0\n",
+    # through the project's code
+    "X = x * 1.0\nif flag:\n    X = X + 0.1\n    record(X)\n",
+])
+def test_a_value_kept_where_the_slice_cannot_see_it_keeps_the_statement_in_the_tape(head):
+    src = run(head + "loss = tf.reduce_sum(H * X)\nreturn tf.gradients(loss, X)[0]\n").replace(
+        "def run(", "H = None\n\n\ndef record(t):\n    global H\n    H = t * 3.0\n\n\ndef run(")
+    out, site, src = site_of(src)
+    if site.status == MIGRATED:
+        assert out.index("with tf.GradientTape()") < out.index("if flag:"), out
+
+
+@pytest.mark.parametrize("head", ["X = 2.0\nif flag:\n    X = X * 1.5\n", "X = 2.0\nX = X * 1.5\n",
+                                  "X = np.ones((2,), np.float32)\nX = X + 0.5\n"])
+def test_a_source_that_holds_a_python_or_numpy_value_through_local_lines_is_not_watched(head):
+    # `tape.watch(3.0)` raised where TF1 gave None
+    src = run(head + "loss = tf.reduce_sum(x * X * x)\ng = tf.gradients(loss, [X, x])\nreturn g[1]\n")
+    manual("import numpy as np\n" + src, "TFG126", "Python or numpy value")

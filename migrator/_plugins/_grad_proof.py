@@ -37,6 +37,7 @@ from migrator._plugins._grad_hints import outside_ys_reason, where_to_open
 from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
 from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
+from migrator._plugins._grad_source_blocks import past_source_blocks
 from migrator._plugins._grad_bjac import check_ranks, gradient_cut, value_reads
 from migrator._plugins._grad_calls import CallsProof
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
@@ -124,7 +125,7 @@ class Prover(WatchProof, CallsProof):
             hidden = [i for i in range(first, k) if not flat[i].dead and self._may_stash(i, fresh)]
             s = min(later + hidden) if later or hidden else s
         if not all_fresh:
-            s = self.past_source_blocks(c, S, s, sources, k)
+            s = past_source_blocks(self, c, S, s, sources, k)
         e = max(S)
         for i in sorted(set(S) | set(range(s, e + 1))):
             node = flat[i].orig

@@ -7,9 +7,10 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator._plugins._dataflow import _names_in, effects, touches
+from migrator._plugins._dataflow import effects, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_model import TRAINABLE, Call, Refuse, Source
+from migrator._plugins._grad_source_blocks import bound_values
 from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, qnames, value_kind
 from migrator.tfnames import dotted, tf_name
 
@@ -36,7 +37,12 @@ class WatchProof:
                 continue
             j = self._bind_at(src.key, k)
             bound_to = self._binding_value(j, src.key) if j is not None else None
-            if bound_to is not None and _python_value(bound_to, self.an):
+            made = self._values_before(src.key, k) if j is not None and bound_to is None else None
+            if made and all(_python_value(v, self.an, 1, inner) for v, inner in made):
+                raise Refuse("TFG126", f"`{src.key}` holds a Python or numpy value after line {self.line(j)}: TF1 "
+                                       "differentiated a new constant made from it (None), and a tape cannot watch "
+                                       "it; make it a tensor (tf.constant) if a gradient was meant")
+            if bound_to is not None and _python_value(bound_to, self.an, 0, lambda n: self._values_before(n, j)):
                 helper = isinstance(bound_to, cst.Call) and self.an.call_kind(bound_to) == "project"
                 what = f"`{self._code(bound_to)}`, which may return a Python or numpy value," if helper \
                     else "a Python or numpy value"
@@ -99,31 +105,23 @@ class WatchProof:
             raise Refuse("TFG124", f"cannot tell that `{dotted(c.xs)}` is one tensor; pass tf.hessians a "
                                    "tensor bound by a TF call, or migrate by hand")
 
-    def past_source_blocks(self, c: Call, S: list, s: int, sources: list, k: int) -> int:
-        """The tape's first item, past compound statements at the head of the slice that only make
-        sources (`if i == 0: X = X + noise`, a loop of `X = X - lr * g`), with the lines before
-        them that only make sources too. TF1 differentiated the tensors those lines leave in the
-        sources, made by new ops (never an alias of an older value), so no op of theirs lies on a
-        path from them: the tape opens after them and watches the sources when it opens."""
-        keys = {src.key for src in sources if "." not in src.key}
-        order = sorted(i for i in S if not self.flat[i].inert)
-        start = s
-        for n, i in enumerate(order[:-1]):
-            it = self.flat[i]
-            if i >= k or it.dead or it.orig is None or it.hoist is not None:
-                break
-            made = keys & it.fx.writes
-            other = it.fx.writes - made
-            later = set().union(*(self.flat[j].fx.reads for j in order[n + 1:]))
-            if not made or made & it.fx.mutates or touches(other, later) or touches(other, set(c.ys_keys)) \
-                    or not _binds_fresh_only(it.orig, made, self.an.qn):
-                break
-            if not isinstance(it.orig, cst.SimpleStatementLine):
-                start = order[n + 1]
-        if start != s:
-            c.proof.append(f"lines {self.line(s)}–{self.line(start) - 1} only make the sources from new ops, before "
-                           "the tape; it watches what they leave there when it opens")
-        return start
+    def _values_before(self, name: str, pos: int) -> Optional[list]:
+        """(value, resolver for its names) for each value this block may hold in ``name`` before
+        item ``pos``; [] when one is unknown (an unpacking, a call's result), None when the block
+        does not bind ``name`` (a parameter, a global)."""
+        j = self._bind_at(name, pos)
+        if j is None or "." in name:
+            return None
+        value = self._binding_value(j, name)
+        if value is not None:
+            return [(value, lambda n, j=j: self._values_before(n, j))]
+        orig = self.flat[j].orig
+        values = bound_values(orig, {name}) if orig is not None and not isinstance(orig, cst.SimpleStatementLine) \
+            else None
+        earlier = self._values_before(name, j)  # the statement may not run (`if`), or run no time (`for`)
+        if values is None or earlier is None or not earlier:
+            return []
+        return [(v, lambda n, j=j: self._values_before(n, j)) for v in values] + earlier
 
     def _watch_inside_with(self, c: Call, src: Source, j: int) -> bool:
         """A fresh source made on its own line inside a ``with`` body (``with tf.variable_scope(..):
@@ -341,28 +339,33 @@ def leaves(xs: cst.BaseExpression, qn=None) -> list:
     return leaves(inner, qn) if inner is not None else []
 
 
-def _python_value(value: cst.BaseExpression, an, hops: int = 0) -> bool:
+def _python_value(value: cst.BaseExpression, an, hops: int = 0, local=None) -> bool:
     """A number, a list of numbers, a numpy call, a module constant bound only to one of
     those (``x = SCALE``), or a call of this module's function that may return one: not a
-    tensor ``tape.watch`` takes."""
+    tensor ``tape.watch`` takes. ``local(name)``: the values this block bound ``name`` to before
+    the expression, each with the resolver for its own names (``X = 2.0; X = X * 1.5``: an
+    adversarial run watched a float), or None where the block does not bind it."""
     if isinstance(value, (cst.Integer, cst.Float)):
         return True
     if isinstance(value, cst.Name) and hops < 3:
+        found = local(value.value) if local is not None else None
+        if found is not None:
+            return bool(found) and all(_python_value(v, an, hops + 1, inner) for v, inner in found)
         vals = an.module_values(value.value)
         return bool(vals) and all(v is not None and _python_value(v, an, hops + 1) for v in vals)
     if isinstance(value, cst.UnaryOperation):
-        return _python_value(value.expression, an)
+        return _python_value(value.expression, an, hops, local)
     if isinstance(value, cst.BinaryOperation):  # `2 * math.pi`
-        return _python_value(value.left, an, hops) and _python_value(value.right, an, hops)
+        return _python_value(value.left, an, hops, local) and _python_value(value.right, an, hops, local)
     if isinstance(value, (cst.List, cst.Tuple)):
-        return bool(value.elements) and all(_python_value(el.value, an) for el in value.elements)
+        return bool(value.elements) and all(_python_value(el.value, an, hops, local) for el in value.elements)
     if isinstance(value, cst.Call):
         name = value.func.value if isinstance(value.func, cst.Name) else None
         if name in NUMBER_CALLS or name in NUMBER_IF_ARGS_ARE:
             builtin = an.call_kind(value) == "builtin" or any(
                 q == f"builtins.{name}" for q in qnames(value.func, an.qn))
             return builtin and (name in NUMBER_CALLS or bool(value.args) and all(
-                a.star == "" and _python_value(a.value, an, hops) for a in value.args))
+                a.star == "" and _python_value(a.value, an, hops, local) for a in value.args))
         if an.call_kind(value) == "project" and name is not None and hops < 3:
             return _returns_python(an.find.defs.get(name), an, hops + 1)
         return an.call_kind(value) == "numpy"
@@ -392,63 +395,3 @@ def _returns_python(fn: Optional[cst.CSTNode], an, hops: int) -> bool:
 
     fn.visit(_Returns())
     return bool(found)
-
-
-def _binds_fresh_only(stmt: cst.CSTNode, names: set, qn) -> bool:
-    """Whether every binding of ``names`` inside ``stmt`` is ``name = <new tensor>`` (a TF op or
-    tensor arithmetic): no alias of an older value, no unpacking, loop target or import."""
-    values = bound_values(stmt, names)
-    return values is not None and all(is_fresh(v, qn) for v in values)
-
-
-def bound_values(stmt: cst.CSTNode, names: set) -> Optional[list]:
-    """The values ``stmt`` binds ``names`` to, at any depth (``if c: x = a + b``), when each
-    binding is a plain ``name = value``; None when one is an unpacking, a loop target, an
-    augmented assignment, an import, a def or a class."""
-    ok = [True]
-    values: list = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n):
-            hit = names & {t for tgt in n.targets for t in _names_in(tgt.target)}
-            if not hit:
-                return
-            if len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
-                values.append(n.value)
-            else:
-                ok[0] = False
-        def _other(self, bound: set) -> None:
-            if names & bound:
-                ok[0] = False
-
-        def visit_AugAssign(self, n):
-            self._other(_names_in(n.target))
-
-        def visit_AnnAssign(self, n):
-            self._other(_names_in(n.target))
-
-        def visit_NamedExpr(self, n):
-            self._other(_names_in(n.target))
-
-        def visit_For(self, n):
-            self._other(_names_in(n.target))
-
-        def visit_AsName(self, n):
-            self._other(_names_in(n.name))
-
-        def visit_Del(self, n):
-            self._other(_names_in(n.target))
-
-        def visit_FunctionDef(self, n):
-            self._other({n.name.value})
-            return False
-
-        def visit_ClassDef(self, n):
-            self._other({n.name.value})
-            return False
-
-        def visit_ImportAlias(self, n):
-            self._other({(n.evaluated_alias or n.evaluated_name).split(".")[0]})
-
-    stmt.visit(V())
-    return values if ok[0] else None

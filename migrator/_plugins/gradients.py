@@ -42,6 +42,7 @@ from migrator._plugins._grad_callers import (
     source_structure,
 )
 from migrator._plugins._grad_methods import attribute_evidence, closed_method, method_param_structure, method_verdict
+from migrator._plugins._grad_alias import file_tf_alias
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import Call, Item, Refuse
 from migrator._plugins._grad_home import home
@@ -63,7 +64,6 @@ from migrator._plugins._grad_values import (
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
 from migrator.notebook import CELL_MARKER
-from migrator.project_tf import tf_module_name
 from migrator.tfnames import LazyQualifiedNameProvider, dotted, tf_name
 
 KINDS = {"grad": TF_GRADIENTS, "hess": HESSIANS, "jac": JACOBIAN, "bjac": JACOBIAN}
@@ -106,8 +106,8 @@ class GradientRewrite:
             return self.module
         self.parents = self.wrapper.resolve(ParentNodeProvider)
         self.qn = self.wrapper.resolve(LazyQualifiedNameProvider)
-        if f.tf_alias is None and hasattr(self.qn, "imported"):
-            f.tf_alias = tf_module_name(self.qn.imported())  # `from .backend import tf`: spell the tape with it
+        if f.tf_alias is None:  # `from .backend import tf`, `if HAS_TF: import tensorflow as tf`
+            f.tf_alias = file_tf_alias(self)
         self.pos = self.wrapper.resolve(PositionProvider)
         for node in f.keras:
             self._site(node, TF_GRADIENTS, "TFG127", "keras.backend.gradients only works in graph mode; compute "

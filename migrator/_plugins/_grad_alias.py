@@ -1,0 +1,61 @@
+"""The name a file's tapes are spelled with, when no unconditional module-level import binds TF.
+
+``if HAS_TF: import tensorflow as tf`` (TensorMol guards TF this way) binds ``tf`` only on one
+branch. A tape spelled ``tf.GradientTape`` is still right inside a function whose own call was
+spelled ``tf.gradients``: the function reads the global ``tf`` that the call read, and the call
+ran only where that import had. Adding ``import tensorflow as tf_1`` instead made the module
+unimportable without TensorFlow (a held-out corpus) and read badly.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
+
+from migrator.project_tf import tf_module_name
+from migrator.tfnames import TF_MODULES, normalize
+
+
+def file_tf_alias(rewrite) -> Optional[str]:
+    """``from .backend import tf`` (the project's TF module), else the guarded global import of
+    TF every call of the file is spelled with; None: the tape needs an import of its own."""
+    if hasattr(rewrite.qn, "imported"):
+        found = tf_module_name(rewrite.qn.imported())
+        if found is not None:
+            return found
+    return guarded_alias([node for node, _ in rewrite.find.calls], rewrite.wrapper)
+
+
+def guarded_alias(calls: list, wrapper) -> Optional[str]:
+    """``tf`` when every call is ``tf.<api>(...)`` inside a function that does not bind ``tf``
+    itself, and every module-level binding of ``tf`` imports a TF module."""
+    heads = {c.func.value.value if isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name)
+             else None for c in calls}
+    if len(heads) != 1 or None in heads:
+        return None
+    name = heads.pop()
+    scopes = wrapper.resolve(cst.metadata.ScopeProvider)
+    module_scope = None
+    for c in calls:
+        scope = scopes.get(c.func.value)
+        if not isinstance(scope, FunctionScope):
+            return None  # at module or class level, the tape may open before the import ran
+        while not isinstance(scope, GlobalScope):
+            if name in scope.assignments or scope.parent is scope:
+                return None  # a local `tf` (`import tensorflow as tf` in the function): not yet bound
+            scope = scope.parent
+        module_scope = scope
+    bindings = list(module_scope.assignments[name]) if module_scope is not None else []
+    return name if bindings and all(_imports_tf(b, name) for b in bindings) else None
+
+
+def _imports_tf(binding, name: str) -> bool:
+    if not isinstance(binding, ImportAssignment) or not isinstance(binding.node, cst.Import):
+        return False  # `tf = stub` somewhere, `global tf` in a function, `from x import tf`
+    for alias in binding.node.names:
+        full = alias.evaluated_name
+        bound = alias.evaluated_alias or full.split(".")[0]
+        if bound == name:
+            return normalize(full) in TF_MODULES and (alias.asname is not None or full == "tensorflow")
+    return False
