@@ -532,3 +532,26 @@ def test_a_line_that_may_store_a_value_made_from_a_fresh_source_is_inside_the_ta
     if out != src:
         assert out.index("with tf.GradientTape()") < out.index(line)
     assert all(s.status in (MIGRATED, MANUAL) for s in sites)
+
+
+def test_a_value_only_a_call_may_change_is_said_to_be_possibly_changed():
+    # a held-out corpus (DDPG critic): `self.action_size = action_size`, then a method call on `self`
+    # was reported as "`action_size` is changed in place", a claim about an int: only a call may change
+    # what the tape reads here
+    src = textwrap.dedent("""\
+        import tensorflow as tf
+
+
+        class Critic(object):
+            def __init__(self, state_size, action_size):
+                self.action_size = action_size
+                self.model, self.action = self.build(state_size, action_size)
+                self.grads = tf.gradients(self.model, self.action)
+
+            def build(self, state_size, action_size):
+                a = tf.zeros([state_size, action_size])
+                return a * 2.0, a
+        """)
+    out, sites = migrate_text(src)
+    assert out == src and sites[0].code == "TFG130", [(s.code, s.reason) for s in sites]
+    assert "may be changed in place inside the tape (line 7)" in sites[0].reason, sites[0].reason

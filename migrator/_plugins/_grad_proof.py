@@ -31,7 +31,7 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator._plugins._dataflow import BUILTINS, touches
+from migrator._plugins._dataflow import BUILTINS, effects, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_hints import outside_ys_reason, where_to_open
 from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
@@ -368,7 +368,10 @@ class Prover(WatchProof, CallsProof):
                                    f"cannot tell whether `{r}` then holds a tensor made inside the tape or one from "
                                    "before it, which the tape did not record; have that code return the value (and "
                                    f"read it from a local), or open the tape where `{r}` is computed")
-        raise Refuse("TFG130", f"`{r}` is changed in place inside the tape (before line {self.line(at)}) but bound "
+        by = next((i for i in range(s, at) if touches(self.flat[i].fx.writes - self.flat[i].fx.assigns, {r})), at)
+        own = effects(self.flat[by].orig) if self.flat[by].orig is not None else None  # or through an alias, a call
+        how = "is" if own is not None and touches(own.writes - own.assigns, {r}) else "may be"
+        raise Refuse("TFG130", f"`{r}` {how} changed in place inside the tape (line {self.line(by)}) but is bound "
                                "outside it, so it may already hold tensors the tape did not record (from earlier "
                                "iterations, the enclosing code, a caller or a module-level list); bind it afresh "
                                "inside the tape, or open the tape where it is first filled")
