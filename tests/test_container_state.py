@@ -549,6 +549,7 @@ def test_a_value_only_a_call_may_change_is_said_to_be_possibly_changed():
                 self.grads = tf.gradients(self.model, self.action)
 
             def build(self, state_size, action_size):
+                self.built = True  # it stores something: the call may change what `self` reaches
                 a = tf.zeros([state_size, action_size])
                 return a * 2.0, a
         """)

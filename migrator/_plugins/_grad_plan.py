@@ -11,6 +11,7 @@ from typing import Union
 
 import libcst as cst
 
+from migrator._plugins._grad_stateless import stateless_self_call
 from migrator._plugins._aliases import type_method_mutations, widen_mutations
 from migrator._plugins._dataflow import Effects, effects, exposed
 from migrator._plugins import _grad_per_index as per_index
@@ -48,6 +49,15 @@ def _module_functions_mutate_nothing(an, stmt: cst.CSTNode, fx: Effects) -> None
             fx.mutates.discard(module)
 
 
+def stateless_receivers(an, stmt: cst.CSTNode) -> set:
+    """{self} when every call of the project's code in ``stmt`` is ``self.m(...)`` of a method that
+    stores nothing (``_grad_stateless``); else the empty set."""
+    calls = [c for c in an.calls_in(stmt) if an.call_kind(c) == "project"]
+    if not calls or not all(stateless_self_call(an, c) for c in calls):
+        return set()
+    return {c.func.value.value for c in calls}
+
+
 def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset()) -> Item:
     """A statement with its data flow, widened for the calls it makes: code of the project
     (or a graph collection) may read and write program state and mutate its arguments.
@@ -58,15 +68,18 @@ def item_for(an, stmt: cst.CSTNode, shadowed: set, local: frozenset = frozenset(
     typed = type_method_mutations(stmt)
     fx = Effects(set(fx.reads), set(fx.writes) | typed, set(fx.assigns), set(fx.data), set(fx.mutates) | typed)
     before = set(fx.writes)
-    widen_mutations(fx, an.shared(stmt), stmt, frozenset(an.imported))  # `alias.append(v)` changes `parts` too
-    fx.mutates |= fx.writes - before
     kinds = an.kinds(stmt)
+    # `u1 = self.net_u1(x1, y1)`, where net_u1 and all it calls store nothing: no state written
+    quiet = stateless_receivers(an, stmt) if kinds & {"project"} and not kinds & {"collect", "state"} else set()
+    widen_mutations(fx, an.shared(stmt), stmt, frozenset(an.imported) | quiet)  # `alias.append(v)` changes `parts`
+    fx.mutates |= fx.writes - before
     maybe: set = set()
     mutations = fx.writes - fx.assigns
-    if kinds & {"project", "collect"} or mutations:
+    stores = kinds & {"collect"} or (kinds & {"project"} and not quiet)
+    if stores or mutations:
         # x.append(v) may fill an object that an attribute or a global also names
         fx.writes.add(STATE)
-    if kinds & {"project", "collect"}:
+    if stores:
         for call in an.calls_in(stmt):
             if an.call_kind(call) == "project":
                 for a in call.args:

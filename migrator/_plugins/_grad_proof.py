@@ -31,13 +31,13 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator._plugins._dataflow import BUILTINS, effects, touches
+from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_hints import outside_ys_reason, where_to_open
 from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
 from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
-from migrator._plugins._grad_source_blocks import past_source_blocks
+from migrator._plugins._grad_source_blocks import changes_itself, past_source_blocks
 from migrator._plugins._grad_bjac import check_ranks, gradient_cut, value_reads
 from migrator._plugins._grad_calls import CallsProof
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
@@ -369,8 +369,7 @@ class Prover(WatchProof, CallsProof):
                                    "before it, which the tape did not record; have that code return the value (and "
                                    f"read it from a local), or open the tape where `{r}` is computed")
         by = next((i for i in range(s, at) if touches(self.flat[i].fx.writes - self.flat[i].fx.assigns, {r})), at)
-        own = effects(self.flat[by].orig) if self.flat[by].orig is not None else None  # or through an alias, a call
-        how = "is" if own is not None and touches(own.writes - own.assigns, {r}) else "may be"
+        how = "is" if changes_itself(self.flat[by].orig, r) else "may be"  # or through an alias, a call
         raise Refuse("TFG130", f"`{r}` {how} changed in place inside the tape (line {self.line(by)}) but is bound "
                                "outside it, so it may already hold tensors the tape did not record (from earlier "
                                "iterations, the enclosing code, a caller or a module-level list); bind it afresh "
