@@ -14,7 +14,7 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator._flow_model import GRAPH_WALKS, STATE_READS
+from migrator._flow_model import GRAPH_WALKS, STATE_READS, dunder_kind
 from migrator._plugins._aliases import _READING_METHODS
 from migrator._plugins._grad_methods import method_flow
 from migrator.object_flow import ObjectFlow, local_names, params_of
@@ -45,6 +45,8 @@ def stateless_self_call(rw, call: cst.Call) -> bool:
     owner = flow.owner.get(id(node))
     if call.func.value.value != me or me in flow.rebound.get(id(node), ()) or owner is None:
         return False
+    if any(dunder_kind(m) or m in _HOOKS for m in flow.methods):
+        return False  # `a + b`, `w[l]`, `isinstance(...)` may run the project's own operator or hook
     return _stateless_method(flow, owner, call.func.attr.value, set())
 
 
@@ -75,7 +77,7 @@ def _stores_nothing(flow: ObjectFlow, fn: ast.FunctionDef, me: Optional[str], ow
                                           ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Await,
                                           ast.Delete, ast.With, ast.AsyncWith, ast.Try, ast.NamedExpr)):
             return False
-        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             names = [t for tgt in targets for t in ast.walk(tgt) if isinstance(t, (ast.Attribute, ast.Subscript,
                                                                                     ast.Starred))]
@@ -92,8 +94,9 @@ def _stateless_call(flow: ObjectFlow, n: ast.Call, me: str, owner: tuple, seen: 
     if isinstance(f, ast.Name) and f.id not in local and f.id in flow.functions:
         helper = _module_function(flow, owner, f.id)  # `neural_net(H, self.weights, self.biases)`
         return helper is not None and (id(helper) in seen or _stores_nothing(flow, helper, None, owner, seen))
-    if isinstance(f, ast.Name):
-        return f.id not in _BANNED_BUILTINS and f.id in _PURE_BUILTIN_NAMES and f.id not in local
+    if isinstance(f, ast.Name):  # no `key=` (`max(ts, key=cache.append)` runs it)
+        return f.id not in _BANNED_BUILTINS and f.id in _PURE_BUILTIN_NAMES and f.id not in local \
+            and not n.keywords and not any(_callable_arg(flow, a) for a in n.args)
     if not isinstance(f, ast.Attribute):
         return False
     root: Optional[ast.AST] = f
@@ -104,9 +107,13 @@ def _stateless_call(flow: ObjectFlow, n: ast.Call, me: str, owner: tuple, seen: 
     if not isinstance(root, ast.Name):
         return False
     if root.id in pure and root.id not in local:  # tf.matmul, np.sqrt, tf.nn.relu
-        chain = _chain(f)
-        return chain is not None and not (set(chain) & (_STORING | _STORING_NAMESPACES | STATE_READS | GRAPH_WALKS))
-    return f.attr in _READING_METHODS  # `x.get_shape()`, `shape.as_list()`
+        chain = _chain(f)  # and no function handed to it (`tf.nest.map_structure(cache.append, ts)`)
+        return chain is not None and not (set(chain) & (_STORING | _STORING_NAMESPACES | STATE_READS | GRAPH_WALKS)) \
+            and not any(_callable_arg(flow, a) for a in list(n.args) + [k.value for k in n.keywords])
+    # `x.get_shape()` on a local value, when no project module or class defines a function or
+    # method of that name (`store.get(out)` stored its argument: an adversarial run)
+    return root.id in local and f.attr in _READING_METHODS and f.attr not in flow.methods \
+        and f.attr not in flow.functions
 
 
 #: TF namespaces whose functions may keep what they make where a later line reads it back
@@ -139,6 +146,26 @@ def _module_function(flow: ObjectFlow, owner: tuple, name: str) -> Optional[ast.
     if len(defs) != 1 or defs[0].decorator_list or binds or name in flow.value_refs:
         return None
     return defs[0]
+
+
+#: hooks a project class may define that run on reads, calls or checks of its objects
+_HOOKS = frozenset({"__setattr__", "__delattr__", "__instancecheck__", "__subclasscheck__", "__contains__",
+                    "__len__", "__bool__", "__eq__", "__hash__", "__array__", "__tf_tensor__", "__index__"})
+
+
+def _callable_arg(flow: ObjectFlow, a: ast.AST) -> bool:
+    """An argument that may be a function the callee runs: a lambda, the project's function or
+    method (``record``, ``obj.stash``), or a changing method (``cache.append``)."""
+    if isinstance(a, ast.Starred):
+        a = a.value
+    if isinstance(a, ast.Lambda):
+        return True
+    name = a.id if isinstance(a, ast.Name) else a.attr if isinstance(a, ast.Attribute) else None
+    return name is not None and (name in flow.functions or name in flow.methods or name in _CHANGER_NAMES)
+
+
+_CHANGER_NAMES = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "pop", "remove", "clear",
+                            "__setitem__", "__setattr__", "put", "write", "send", "store", "record", "save"})
 
 
 #: builtins that only compute from their arguments
