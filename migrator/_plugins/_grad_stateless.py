@@ -4,123 +4,210 @@ A line calling the project's code "writes program state" (``_grad_plan.item_for`
 may set an attribute that a later line reads. Then every later line that reads state depends
 on it, and a tape for the second of seven sub-networks had to open at the first, under
 assumptions about the first one's inputs (a held-out corpus: XPINN's 24 sites). A method whose
-body (and everything it calls) assigns only its own local names, changes no object, and makes
+body (and everything it calls) binds only its own local names, changes no object, and makes
 no graph collection entry adds nothing but its return value.
+
+Read from this file's ``ast`` and text searches of the project, never the project's value
+flow: building that took minutes on TF's own tree (a benchmark caught it).
 """
 from __future__ import annotations
 
 import ast
+import os
+import re
 from typing import Optional
 
 import libcst as cst
 
-from migrator._flow_model import GRAPH_WALKS, STATE_READS, dunder_kind
+from migrator._flow_model import ARITHMETIC_DUNDER, DUNDERS, GRAPH_WALKS, STATE_READS
 from migrator._plugins._aliases import _READING_METHODS
-from migrator._plugins._grad_methods import method_flow
-from migrator.object_flow import ObjectFlow, local_names, params_of
+from migrator.object_flow import local_names, params_of
 
-#: TF/NumPy calls that store something in the graph or a variable (besides their result)
+#: TF/NumPy calls that store something in the graph or a variable (besides their result), or
+#: run a function they are handed
 _STORING = frozenset({"add_to_collection", "add_to_collections", "add_loss", "get_variable", "Variable",
                       "get_local_variable", "assign", "assign_add", "assign_sub", "scatter_update", "scatter_add",
                       "scatter_sub", "py_func", "py_function", "numpy_function", "set_random_seed", "seed",
-                      "make_template", "Print", "print", "summary", "scalar", "histogram", "image"})
-_BANNED_BUILTINS = frozenset({"setattr", "delattr", "vars", "globals", "locals", "eval", "exec", "__import__",
-                              "open", "input"})
+                      "make_template", "Print", "print", "summary", "scalar", "histogram", "image", "map_fn",
+                      "while_loop", "cond", "case", "switch_case", "scan", "foldl", "foldr", "vectorized_map",
+                      "custom_gradient", "recompute_grad", "function", "copyto", "put", "place", "fill_diagonal"})
+#: TF namespaces whose functions may keep what they make where a later line reads it back
+#: (`tf.losses.*` and layers fill collections, summaries too)
+_STORING_NAMESPACES = frozenset({"losses", "summary", "layers", "contrib", "keras", "slim", "estimator", "train",
+                                 "metrics", "compat", "v1", "experimental", "debugging", "io", "data", "saved_model",
+                                 "Session", "InteractiveSession", "get_default_graph", "Graph", "nest", "random"})
+_PURE_MODULES = ("tensorflow", "numpy", "math")
+#: builtins that only compute from their arguments
+_PURE_BUILTIN_NAMES = frozenset({"len", "range", "float", "int", "abs", "min", "max", "sum", "zip", "enumerate",
+                                 "list", "tuple", "dict", "isinstance", "round", "reversed", "bool", "str", "pow",
+                                 "divmod", "all", "any"})
+#: hooks a project class may define that run on reads, calls or checks of its objects
+_HOOKS = ("__setattr__", "__delattr__", "__instancecheck__", "__subclasscheck__", "__contains__", "__len__",
+          "__bool__", "__eq__", "__hash__", "__array__", "__tf_tensor__", "__index__", "__init_subclass__")
+_DUNDER_DEF = re.compile(r"\bdef\s+(__\w+__)\s*\(")
 
 
 def stateless_self_call(rw, call: cst.Call) -> bool:
-    """``self.m(...)`` inside a method of a module-level class, where ``m`` is the class's only
-    method of that name in the project (no subclass overrides it, nothing replaces it) and
-    stores nothing, nor does anything it calls."""
+    """``self.m(...)`` inside a method of a module-level class, where ``m`` and everything it
+    calls store nothing, and no other definition of those names in the project could run
+    instead (a subclass's override, an assignment ``Cls.m = ...``)."""
     if not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
         return False
     fn = rw.parents.get(call)
     while fn is not None and not isinstance(fn, cst.FunctionDef):
         fn = rw.parents.get(fn)
-    found = method_flow(rw, fn) if fn is not None else None
-    if found is None:
+    block = rw.parents.get(fn) if fn is not None else None
+    cls = rw.parents.get(block) if isinstance(block, cst.IndentedBlock) else None
+    if not isinstance(cls, cst.ClassDef) or not isinstance(rw.parents.get(cls), cst.Module):
         return False
-    flow, node = found
-    me = params_of(node)[0]
-    owner = flow.owner.get(id(node))
-    if call.func.value.value != me or me in flow.rebound.get(id(node), ()) or owner is None:
+    facts = _facts(rw, cls.name.value)
+    if facts is None:
         return False
-    if any(dunder_kind(m) or m in _HOOKS for m in flow.methods):
-        return False  # `a + b`, `w[l]`, `isinstance(...)` may run the project's own operator or hook
-    return _stateless_method(flow, owner, call.func.attr.value, set())
+    caller = facts.methods.get(fn.name.value)
+    if caller is None or not params_of(caller) or call.func.value.value != params_of(caller)[0] \
+            or _rebinds(caller, params_of(caller)[0]):
+        return False  # not this class's def, or `self` rebound in it
+    return facts.method(call.func.attr.value, set())
 
 
-def _stateless_method(flow: ObjectFlow, owner: tuple, name: str, seen: set) -> bool:
-    defs = flow.dispatch(owner[1], name)
-    if name in seen:
-        return True
-    if len(defs) != 1 or flow.replaced(name) or name.startswith("__"):
-        return False
-    seen.add(name)
-    fn = defs[0]
-    if fn.decorator_list or not params_of(fn) or params_of(fn)[0] in flow.rebound.get(id(fn), ()):
-        return False
-    return _stores_nothing(flow, fn, params_of(fn)[0], owner, seen)
+def _facts(rw, cls_name: str) -> Optional["_FileFacts"]:
+    cache = rw.__dict__.setdefault("_stateless_facts", {})
+    if cls_name not in cache:
+        path = os.path.abspath(rw.ctx.path)
+        tree = rw.project.tree(path)
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name] if tree else []
+        cache[cls_name] = _FileFacts(rw.project, tree, classes[0]) if len(classes) == 1 and \
+            _no_hooks(rw.project) else None
+    return cache[cls_name]
 
 
-def _stores_nothing(flow: ObjectFlow, fn: ast.FunctionDef, me: Optional[str], owner: tuple, seen: set) -> bool:
-    """Only local names are bound; calls are this class's stateless methods, this module's
-    functions that store nothing, TF/NumPy ops that keep nothing (no collection, layer, loss or
-    summary: those a later line can read back), pure builtins, or reading methods of a value."""
-    seen.add(id(fn))
-    pure = flow.pure.get(owner[0], set())
-    local = local_names(fn) - set(params_of(fn))
-    if any(not isinstance(d, ast.Constant) for d in fn.args.defaults + [k for k in fn.args.kw_defaults if k]):
-        return False  # a mutable default is state kept from call to call
-    for n in ast.walk(fn):
-        if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
-                                          ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Await,
-                                          ast.Delete, ast.With, ast.AsyncWith, ast.Try, ast.NamedExpr)):
-            return False
-        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)):
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            names = [t for tgt in targets for t in ast.walk(tgt) if isinstance(t, (ast.Attribute, ast.Subscript,
-                                                                                    ast.Starred))]
-            if names:
-                return False  # `self.h = ...`, `cache[k] = ...`
-        if isinstance(n, ast.Call) and not _stateless_call(flow, n, me, owner, seen, pure, local):
-            return False
+def _no_hooks(project) -> bool:
+    """No operator, item or hook method anywhere in the project: ``a + b``, ``w[l]`` and
+    ``isinstance`` then run no project code."""
+    hits = project.grep(b"def __", r"\bdef\s+__\w+__\s*\(")
+    if hits is None:
+        return False
+    for p in hits:
+        text = project.text(p) or ""
+        for m in _DUNDER_DEF.finditer(text):
+            name = m.group(1)
+            if name in DUNDERS or ARITHMETIC_DUNDER.match(name) or name in _HOOKS:
+                return False
     return True
 
 
-def _stateless_call(flow: ObjectFlow, n: ast.Call, me: str, owner: tuple, seen: set, pure: set,
-                    local: set) -> bool:
-    f = n.func
-    if isinstance(f, ast.Name) and f.id not in local and f.id in flow.functions:
-        helper = _module_function(flow, owner, f.id)  # `neural_net(H, self.weights, self.biases)`
-        return helper is not None and (id(helper) in seen or _stores_nothing(flow, helper, None, owner, seen))
-    if isinstance(f, ast.Name):  # no `key=` (`max(ts, key=cache.append)` runs it)
-        return f.id not in _BANNED_BUILTINS and f.id in _PURE_BUILTIN_NAMES and f.id not in local \
-            and not n.keywords and not any(_callable_arg(flow, a) for a in n.args)
-    if not isinstance(f, ast.Attribute):
-        return False
-    root: Optional[ast.AST] = f
-    while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
-        root = root.func if isinstance(root, ast.Call) else root.value
-    if isinstance(f.value, ast.Name) and f.value.id == me:
-        return _stateless_method(flow, owner, f.attr, seen)
-    if not isinstance(root, ast.Name):
-        return False
-    if root.id in pure and root.id not in local:  # tf.matmul, np.sqrt, tf.nn.relu
-        chain = _chain(f)  # and no function handed to it (`tf.nest.map_structure(cache.append, ts)`)
-        return chain is not None and not (set(chain) & (_STORING | _STORING_NAMESPACES | STATE_READS | GRAPH_WALKS)) \
-            and not any(_callable_arg(flow, a) for a in list(n.args) + [k.value for k in n.keywords])
-    # `x.get_shape()` on a local value, when no project module or class defines a function or
-    # method of that name (`store.get(out)` stored its argument: an adversarial run)
-    return root.id in local and f.attr in _READING_METHODS and f.attr not in flow.methods \
-        and f.attr not in flow.functions
+class _FileFacts:
+    """One class of this file, its module's functions and TF/NumPy names, and text searches of
+    the project for other definitions or assignments of a name."""
+
+    def __init__(self, project, tree: ast.Module, cls: ast.ClassDef) -> None:
+        self.project, self.tree, self.cls = project, tree, cls
+        self.methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+        self.functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        self.pure = set()
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] in _PURE_MODULES and (a.asname or "." not in a.name):
+                        self.pure.add(a.asname or a.name)
+        self._once: dict = {}
+
+    def defined_once(self, name: str) -> bool:
+        """``def name`` once in the project, bound nowhere else (``Cls.name = f``, ``name = f``)."""
+        if name not in self._once:
+            defs = self.project.grep(f"def {name}".encode(), rf"\bdef\s+{re.escape(name)}\s*\(")
+            sets = self.project.grep(name.encode(), rf"(\.|\b){re.escape(name)}\s*=[^=]|setattr\(")
+            ok = defs is not None and sets is not None and len(defs) == 1 and not sets
+            if ok:
+                text = self.project.text(defs[0]) or ""
+                ok = len(re.findall(rf"\bdef\s+{re.escape(name)}\s*\(", text)) == 1
+            self._once[name] = ok
+        return self._once[name]
+
+    def method(self, name: str, seen: set) -> bool:
+        if name in seen:
+            return True
+        fn = self.methods.get(name)
+        if fn is None or fn.decorator_list or not params_of(fn) or name.startswith("__") \
+                or not self.defined_once(name):
+            return False
+        seen.add(name)
+        me = params_of(fn)[0]
+        if _rebinds(fn, me):
+            return False
+        return self.stores_nothing(fn, me, seen)
+
+    def function(self, name: str, seen: set) -> bool:
+        if ("fn", name) in seen:
+            return True
+        fn = self.functions.get(name)
+        if fn is None or fn.decorator_list or not self.defined_once(name):
+            return False
+        seen.add(("fn", name))
+        return self.stores_nothing(fn, None, seen)
+
+    def stores_nothing(self, fn: ast.FunctionDef, me: Optional[str], seen: set) -> bool:
+        """Only local names are bound; calls are this class's stateless methods, this module's
+        stateless functions, TF/NumPy ops that keep nothing, pure builtins, or reading methods
+        of a local value."""
+        local = local_names(fn) - set(params_of(fn))
+        if any(not isinstance(d, ast.Constant) for d in fn.args.defaults + [k for k in fn.args.kw_defaults if k]):
+            return False  # a mutable default is state kept from call to call
+        for n in ast.walk(fn):
+            if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+                                              ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Await,
+                                              ast.Delete, ast.With, ast.AsyncWith, ast.Try, ast.NamedExpr)):
+                return False
+            if isinstance(n, (ast.Attribute, ast.Subscript, ast.Starred)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                return False  # `self.h = ...`, `cache[k] = ...`, also as a loop or comprehension target
+            if isinstance(n, ast.Call) and not self._call(n, me, seen, local):
+                return False
+        return True
+
+    def _call(self, n: ast.Call, me: Optional[str], seen: set, local: set) -> bool:
+        f = n.func
+        handed = list(n.args) + [k.value for k in n.keywords]
+        if any(self._callable(a) for a in handed):
+            return False  # `tf.nest.map_structure(cache.append, ts)`, `max(ts, key=record)`
+        if isinstance(f, ast.Name):
+            if f.id in local:
+                return False
+            if f.id in self.functions:
+                return self.function(f.id, seen)
+            return f.id in _PURE_BUILTIN_NAMES and not n.keywords
+        if not isinstance(f, ast.Attribute):
+            return False
+        if me is not None and isinstance(f.value, ast.Name) and f.value.id == me:
+            return self.method(f.attr, seen)
+        chain = _chain(f)
+        if chain is None:
+            return False
+        if chain[0] in self.pure and chain[0] not in local:  # tf.matmul, np.sqrt, tf.nn.relu
+            return not set(chain) & (_STORING | _STORING_NAMESPACES | STATE_READS | GRAPH_WALKS)
+        # `x.get_shape()` on a local value, when the project defines nothing of that name (a
+        # project module's `store.get(out)` stored its argument: an adversarial run)
+        return len(chain) == 2 and chain[0] in local and f.attr in _READING_METHODS \
+            and not (self.project.grep(f"def {f.attr}".encode(), rf"\bdef\s+{re.escape(f.attr)}\s*\(") != [])
+
+    def _callable(self, a: ast.AST) -> bool:
+        """An argument that may be a function the callee runs: a lambda, the project's function
+        or method, or a method taken off an object (``cache.append``, ``self.net``)."""
+        if isinstance(a, ast.Starred):
+            a = a.value
+        if isinstance(a, ast.Lambda):
+            return True
+        if isinstance(a, ast.Name):
+            return a.id in self.functions or a.id in self.methods
+        return isinstance(a, ast.Attribute) and (a.attr in self.methods or a.attr in self.functions
+                                                 or a.attr in _CHANGER_NAMES)
 
 
-#: TF namespaces whose functions may keep what they make where a later line reads it back
-#: (`tf.losses.*` and layers fill collections, summaries too)
-_STORING_NAMESPACES = frozenset({"losses", "summary", "layers", "contrib", "keras", "slim", "estimator", "train",
-                                 "metrics", "compat", "v1", "experimental", "debugging", "io", "data", "saved_model",
-                                 "Session", "InteractiveSession", "get_default_graph", "Graph"})
+_CHANGER_NAMES = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "pop", "remove", "clear",
+                            "__setitem__", "__setattr__", "put", "write", "send", "store", "record", "save"})
+
+
+def _rebinds(fn: ast.FunctionDef, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)) for n in ast.walk(fn))
 
 
 def _chain(f: ast.Attribute) -> Optional[list]:
@@ -133,42 +220,3 @@ def _chain(f: ast.Attribute) -> Optional[list]:
     if not isinstance(node, ast.Name):
         return None
     return [node.id] + out[::-1]
-
-
-def _module_function(flow: ObjectFlow, owner: tuple, name: str) -> Optional[ast.FunctionDef]:
-    """The module-level function ``name`` of the class's file: defined once there, undecorated."""
-    tree = flow.project.tree(owner[0]) if flow.project is not None else None
-    if tree is None:
-        return None
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
-    binds = [n for n in ast.walk(tree) if isinstance(n, (ast.Name,)) and n.id == name
-             and isinstance(n.ctx, ast.Store)]
-    if len(defs) != 1 or defs[0].decorator_list or binds or name in flow.value_refs:
-        return None
-    return defs[0]
-
-
-#: hooks a project class may define that run on reads, calls or checks of its objects
-_HOOKS = frozenset({"__setattr__", "__delattr__", "__instancecheck__", "__subclasscheck__", "__contains__",
-                    "__len__", "__bool__", "__eq__", "__hash__", "__array__", "__tf_tensor__", "__index__"})
-
-
-def _callable_arg(flow: ObjectFlow, a: ast.AST) -> bool:
-    """An argument that may be a function the callee runs: a lambda, the project's function or
-    method (``record``, ``obj.stash``), or a changing method (``cache.append``)."""
-    if isinstance(a, ast.Starred):
-        a = a.value
-    if isinstance(a, ast.Lambda):
-        return True
-    name = a.id if isinstance(a, ast.Name) else a.attr if isinstance(a, ast.Attribute) else None
-    return name is not None and (name in flow.functions or name in flow.methods or name in _CHANGER_NAMES)
-
-
-_CHANGER_NAMES = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "pop", "remove", "clear",
-                            "__setitem__", "__setattr__", "put", "write", "send", "store", "record", "save"})
-
-
-#: builtins that only compute from their arguments
-_PURE_BUILTIN_NAMES = frozenset({"len", "range", "float", "int", "abs", "min", "max", "sum", "zip", "enumerate",
-                                 "list", "tuple", "dict", "isinstance", "round", "reversed", "bool", "str", "pow",
-                                 "divmod", "all", "any"})
