@@ -83,7 +83,13 @@ def _facts(rw, cls_name: str) -> Optional["_FileFacts"]:
 
 def _no_hooks(project) -> bool:
     """No operator, item or hook method anywhere in the project: ``a + b``, ``w[l]`` and
-    ``isinstance`` then run no project code."""
+    ``isinstance`` then run no project code (found once per project)."""
+    if "_stateless_no_hooks" not in project.__dict__:
+        project.__dict__["_stateless_no_hooks"] = _find_no_hooks(project)
+    return project.__dict__["_stateless_no_hooks"]
+
+
+def _find_no_hooks(project) -> bool:
     hits = project.grep(b"def __", r"\bdef\s+__\w+__\s*\(")
     if hits is None:
         return False
