@@ -6,33 +6,14 @@ migrates (so these tests fail both ways).
 """
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 
-from migrator.model import MANUAL, MIGRATED
-from migrator.pipeline import Options, migrate_text
+from migrator.model import MIGRATED
+from migrator.pipeline import Options
+from one_site import manual, migrated, site_of
 
 HEAD = "import tensorflow as tf\n\n"
-
-
-def site_of(src: str, unsafe: bool = False):
-    src = textwrap.dedent(src)
-    out, sites = migrate_text(src, options=Options(unsafe_fixes=True)) if unsafe else migrate_text(src)
-    assert len(sites) == 1, sites
-    return out, sites[0], src
-
-
-def manual(src: str, code: str, words: str) -> None:
-    out, site, src = site_of(src)
-    assert out == src and site.status == MANUAL and site.code == code, (site.code, site.reason)
-    assert words in site.reason, site.reason
-
-
-def migrated(src: str) -> str:
-    out, site, src = site_of(src)
-    assert site.status == MIGRATED, (site.code, site.reason)
-    return out
 
 
 # -- argument order and dropped arguments ------------------------------------------------------

@@ -12,29 +12,10 @@ import textwrap
 
 import pytest
 
-from migrator.model import MANUAL, MIGRATED
-from migrator.pipeline import migrate_text
+from migrator.model import MIGRATED
+from one_site import manual, migrated, site_of
 
 HEAD = "import tensorflow as tf\n\n\n"
-
-
-def site_of(src: str):
-    src = textwrap.dedent(src)
-    out, sites = migrate_text(src)
-    assert len(sites) == 1, sites
-    return out, sites[0], src
-
-
-def manual(src: str, code: str, words: str) -> None:
-    out, site, src = site_of(src)
-    assert out == src and site.status == MANUAL and site.code == code, (site.code, site.reason)
-    assert words in site.reason, site.reason
-
-
-def migrated(src: str) -> str:
-    out, site, _ = site_of(src)
-    assert site.status == MIGRATED, (site.code, site.reason)
-    return out
 
 
 def run(body: str) -> str:
