@@ -280,3 +280,25 @@ def type_method_mutations(node: cst.CSTNode) -> set:
 
     node.visit(V())
     return out
+
+
+#: methods that change their object (`sess.run(...)` may or may not: it is not one of these)
+CHANGING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "remove", "clear",
+                       "add", "discard", "sort", "reverse"})
+
+
+def changes_itself(stmt, key: str) -> bool:
+    """``stmt`` itself changes ``key`` in place: ``key[i] = v``, ``key.a = v``, ``key.append(v)``."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+            [small.target] if isinstance(small, (cst.AugAssign, cst.AnnAssign)) else []
+        for t in targets:
+            if isinstance(t, (cst.Subscript, cst.Attribute)) and dotted(t.value) == key:
+                return True
+        call = small.value if isinstance(small, cst.Expr) else None
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in CHANGING_METHODS \
+                and dotted(call.func.value) == key:
+            return True
+    return False

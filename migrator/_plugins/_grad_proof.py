@@ -37,7 +37,8 @@ from migrator._plugins._grad_hints import outside_ys_reason, where_to_open
 from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
 from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
-from migrator._plugins._grad_source_blocks import changes_itself, past_source_blocks
+from migrator._plugins._grad_source_blocks import past_source_blocks
+from migrator._plugins._aliases import changes_itself
 from migrator._plugins._grad_bjac import check_ranks, gradient_cut, value_reads
 from migrator._plugins._grad_calls import CallsProof
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding

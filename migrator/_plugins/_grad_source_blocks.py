@@ -9,12 +9,12 @@ import libcst as cst
 from migrator._plugins._dataflow import _names_in, touches
 from migrator._plugins._grad_model import Call
 from migrator._plugins._grad_values import is_fresh
-from migrator.tfnames import dotted
 
 
 def past_source_blocks(proof, c: Call, S: list, s: int, sources: list, k: int) -> int:
-    """The tape's first item (``proof``: the prover of the call), past compound statements at the head of the slice that only remake
-    one source (`if i == 0: X = X + noise`, a loop of `X = X - lr * g`), with the lines before
+    """The tape's first item (``proof``: the call's prover), past compound statements at the head
+    of the slice that only remake one source (`if i == 0: X = X + noise`, a loop of
+    `X = X - lr * g`), with the lines before
     them that only make it too. TF1 differentiated the tensor they leave in it, made by a new op
     (never an alias of an older value), so no op of theirs lies on a path from it: the tape
     opens after them and watches the source when it opens. Not when they read another source
@@ -108,6 +108,7 @@ def bound_values(stmt: cst.CSTNode, names: set) -> Optional[list]:
                 values.append(n.value)
             else:
                 ok[0] = False
+
         def _other(self, bound: set) -> None:
             if names & bound:
                 ok[0] = False
@@ -144,24 +145,3 @@ def bound_values(stmt: cst.CSTNode, names: set) -> Optional[list]:
     stmt.visit(V())
     return values if ok[0] else None
 
-
-#: methods that change their object (`sess.run(...)` may or may not: it is not one of these)
-_CHANGERS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "remove", "clear",
-                       "add", "discard", "sort", "reverse"})
-
-
-def changes_itself(stmt, key: str) -> bool:
-    """``stmt`` itself changes ``key`` in place: ``key[i] = v``, ``key.a = v``, ``key.append(v)``."""
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return False
-    for small in stmt.body:
-        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
-            [small.target] if isinstance(small, (cst.AugAssign, cst.AnnAssign)) else []
-        for t in targets:
-            if isinstance(t, (cst.Subscript, cst.Attribute)) and dotted(t.value) == key:
-                return True
-        call = small.value if isinstance(small, cst.Expr) else None
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in _CHANGERS \
-                and dotted(call.func.value) == key:
-            return True
-    return False

@@ -20,7 +20,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._flow_model import ARITHMETIC_DUNDER, DUNDERS, GRAPH_WALKS, STATE_READS
-from migrator._plugins._aliases import _READING_METHODS
+from migrator._plugins._aliases import _READING_METHODS, CHANGING_METHODS
 from migrator.object_flow import local_names, params_of
 
 #: TF/NumPy calls that store something in the graph or a variable (besides their result), or
@@ -118,10 +118,14 @@ class _FileFacts:
                         self.pure.add(a.asname or a.name)
         self._once: dict = {}
 
+    def _defs(self, name: str) -> Optional[list]:
+        """Project files with ``def name(`` (None: the project is too big to search)."""
+        return self.project.grep(f"def {name}".encode(), rf"\bdef\s+{re.escape(name)}\s*\(")
+
     def defined_once(self, name: str) -> bool:
         """``def name`` once in the project, bound nowhere else (``Cls.name = f``, ``name = f``)."""
         if name not in self._once:
-            defs = self.project.grep(f"def {name}".encode(), rf"\bdef\s+{re.escape(name)}\s*\(")
+            defs = self._defs(name)
             sets = self.project.grep(name.encode(), rf"(\.|\b){re.escape(name)}\s*=[^=]|setattr\(")
             ok = defs is not None and sets is not None and len(defs) == 1 and not sets
             if ok:
@@ -193,7 +197,7 @@ class _FileFacts:
         # `x.get_shape()` on a local value, when the project defines nothing of that name (a
         # project module's `store.get(out)` stored its argument: an adversarial run)
         return len(chain) == 2 and chain[0] in local and f.attr in _READING_METHODS \
-            and not (self.project.grep(f"def {f.attr}".encode(), rf"\bdef\s+{re.escape(f.attr)}\s*\(") != [])
+            and self._defs(f.attr) == []
 
     def _callable(self, a: ast.AST) -> bool:
         """An argument that may be a function the callee runs: a lambda, the project's function
@@ -208,8 +212,8 @@ class _FileFacts:
                                                  or a.attr in _CHANGER_NAMES)
 
 
-_CHANGER_NAMES = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "pop", "remove", "clear",
-                            "__setitem__", "__setattr__", "put", "write", "send", "store", "record", "save"})
+#: methods that change their object, and names of methods that keep what they are given
+_CHANGER_NAMES = CHANGING_METHODS | {"__setitem__", "__setattr__", "put", "write", "send", "store", "record", "save"}
 
 
 def _rebinds(fn: ast.FunctionDef, name: str) -> bool:
