@@ -11,7 +11,7 @@ import ast
 import re
 from typing import Optional
 
-from migrator.astwalk import walk_near
+from migrator.astwalk import hit_lines, walk_near
 
 
 def gradients_patch_nodes(tree: ast.AST, lines: Optional[list[int]] = None) -> list[ast.AST]:
@@ -197,3 +197,42 @@ def may_patch_tf(text: str) -> bool:
         if {r for r in _ROOT.findall(lhs)} & names:
             return True
     return False
+
+
+_GRADIENTS_WORD = re.compile("gradients|GradientsHelper")
+_AFTER_DOT = re.compile(r"\s*=[^=]")  # `.gradients = f`
+_AFTER_QUOTE = re.compile(r"""["']\s*\]\s*=""")  # `["gradients"] = f`
+_HELPER_STORE = re.compile(r"_GradientsHelper\W*(\]\s*)?=[^=]")
+
+
+def may_patch_gradients(text: str) -> bool:
+    """Could ``text`` rebind ``gradients`` or ``_GradientsHelper`` on a module?  The text
+    search before :func:`gradients_patch_nodes` parses: ``setattr(``, ``.update(``, or one of
+    the words stored into (literals found with ``in``: a regex of alternatives tried at every
+    byte took most of a scan of TF's own tree)."""
+    lower, helper = "gradients" in text, "_GradientsHelper" in text
+    if not (lower or helper):
+        return False
+    if "setattr(" in text or ".update(" in text or helper and _HELPER_STORE.search(text):
+        return True
+    at = text.find("gradients")
+    while at != -1:
+        before, end = text[at - 1:at], at + len("gradients")
+        if before == "." and _AFTER_DOT.match(text, end) or before in ("'", '"') and _AFTER_QUOTE.match(text, end):
+            return True
+        at = text.find("gradients", end)
+    return False
+
+
+def gradients_patch_lines(text: str, tree: Optional[ast.AST] = None) -> list[int]:
+    """Lines of ``text`` that replace ``tf.gradients`` (:func:`gradients_patch_nodes`); the
+    tree is parsed only when the text search allows a patch, and a file that does not parse
+    has none."""
+    if not may_patch_gradients(text):
+        return []
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return []
+    return [n.lineno for n in gradients_patch_nodes(tree, hit_lines(text, _GRADIENTS_WORD))]

@@ -248,12 +248,18 @@ def scan_tree(tree: ast.AST, lines: Optional[list[int]] = None) -> _Facts:
                             facts.mapped_names.add(v.value)
         elif isinstance(node, ast.Attribute) and node.attr == "gradient_override_map":
             facts.has_override_block = True  # also `om = g.gradient_override_map` (entered later)
-        elif isinstance(node, ast.Import):
-            facts.imports |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            facts.imports.add(node.module)
-            facts.imports |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            facts.imports |= import_names(node)
     return facts
+
+
+def import_names(node) -> set[str]:
+    """The dotted module names an import statement may load (relative imports: none)."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names}
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return set()
 
 
 def module_names_for(path: str) -> set[str]:

@@ -21,11 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from migrator.astwalk import hit_lines
 from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds
 from migrator.notebook import notebook_code
 from migrator.patches import (
-    GRAPH_GRADIENT_MAPS, gradients_patch_nodes, may_patch_tf, registry_use_lines, tf_api_patch_nodes, word_lines,
+    GRAPH_GRADIENT_MAPS, gradients_patch_lines, may_patch_gradients, may_patch_tf, registry_use_lines, tf_api_patch_nodes, word_lines,
 )
 from migrator.project_calls import CallSite, calls_of, dotted, local_names_for, reexported
 
@@ -34,9 +33,6 @@ ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 #: project then say "unknown" (and the rewrite that needed them is refused)
 MAX_FILES = 20000
 MAX_BYTES = 5 * 1024 * 1024
-#: text that may rebind ``gradients`` on a module (confirmed with ast before it counts)
-_GRADIENTS_WORD = re.compile("gradients|GradientsHelper")
-PATCH_HINT = r"""\.gradients\s*=[^=]|["']gradients["']\s*\]\s*=|setattr\(|\.update\("""
 
 
 def find_root(paths: Iterable[str]) -> Optional[str]:
@@ -295,18 +291,21 @@ class Project:
         return out
 
     # -- facts ------------------------------------------------------------
-    def gradients_patches(self) -> Optional[list[Location]]:
-        """Statements anywhere in the project that replace ``tf.gradients`` (None: unknown)."""
-        hits = self.grep(b"gradients", PATCH_HINT)
-        helper = self.grep(b"_GradientsHelper", r"_GradientsHelper\W*(\]\s*)?=[^=]|setattr\(|\.update\(")
-        if hits is None or helper is None:
+    def gradients_patches(self, known: Optional[dict[str, list[int]]] = None) -> Optional[list[Location]]:
+        """Statements anywhere in the project that replace ``tf.gradients`` (None: unknown).
+        ``known``: the patch lines pass 1 already found in some files, by absolute path."""
+        files = self.files()
+        if files is None:
             return None
         out: list[Location] = []
-        for p in sorted(set(hits) | set(helper)):
-            tree = self.tree(p)
-            if tree is not None:
-                lines = hit_lines(self.text(p) or "", _GRADIENTS_WORD)
-                out += [Location(p, n.lineno, "") for n in gradients_patch_nodes(tree, lines)]
+        for p in sorted(files):
+            if known is not None and p in known:
+                lines = known[p]
+            else:
+                text = self.text(p)
+                tree = self.tree(p) if text is not None and may_patch_gradients(text) else None
+                lines = [] if tree is None else gradients_patch_lines(text, tree)
+            out += [Location(p, line, "") for line in lines]
         return out
 
     def tf_api_patches(self, path: str) -> list[Location]:
@@ -399,30 +398,37 @@ _IMPORT_STATEMENT = re.compile(
     r"|import[ \t]+[^\n]*(?:\\\n[^\n]*)*)", re.M)
 
 
+def import_statements(text: str) -> Optional[list]:
+    """The import statements of ``text``, each parsed on its own (import closures read
+    hundreds of files); None when one does not parse alone.  A line in a string that looks
+    like an import only adds a module, never hides one."""
+    out, line, pos = [], 1, 0
+    for m in _IMPORT_STATEMENT.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        try:
+            body = ast.parse(m.group(0).strip()).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                node.lineno = line
+                out.append(node)
+    return out
+
+
 def _import_nodes(project: Project, path: str) -> list:
-    """The import statements of ``path``.  Import closures read hundreds of files: each
-    import is parsed on its own (the file as a whole only when one does not parse alone);
-    a line in a string that looks like an import only adds a module, never hides one."""
+    """The import statements of ``path`` (the file parsed as a whole only when one does not
+    parse alone)."""
     tree = project._trees.get(path)
     if tree is None and path not in project._trees:
         text = project.text(path)
         if text is None:
             return []
-        out, line, pos = [], 1, 0
-        for m in _IMPORT_STATEMENT.finditer(text):
-            line += text.count("\n", pos, m.start())
-            pos = m.start()
-            try:
-                body = ast.parse(m.group(0).strip()).body
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = project.tree(path)
-                break
-            for node in body:
-                if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    node.lineno = line
-                    out.append(node)
-        else:
+        out = import_statements(text)
+        if out is not None:
             return out
+        tree = project.tree(path)
     return [] if tree is None else [n for n in _statements(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import ast
+import json
+import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from migrator.gradient_names import gradient_name_uses
 from migrator.project import Project, find_root
@@ -139,3 +143,76 @@ def test_computed_names_that_cannot_spell_it_do_not_block(tmp_path, value):
     write(tmp_path, "user.py", "OTHER = 'SomethingElse'\n" + MAP_USER.format(value))
     uses, why = gradient_name_uses(Project(str(tmp_path)), "GuidedRelu")
     assert uses == [], why
+
+
+#: the text search Project.gradients_patches used before it moved into pass 1 (kept as the spec)
+_OLD_HINTS = [("gradients", r"""\.gradients\s*=[^=]|["']gradients["']\s*\]\s*=|setattr\(|\.update\("""),
+              ("_GradientsHelper", r"_GradientsHelper\W*(\]\s*)?=[^=]|setattr\(|\.update\(")]
+
+
+def _old_hint(text: str) -> bool:
+    import re
+
+    return any(word in text and re.search(rx, text) for word, rx in _OLD_HINTS)
+
+
+_PIECES = ["gradients", "_GradientsHelper", ".", "'", '"', "]", " ", "=", "==", "(", "setattr(", ".update(",
+           "\n", "tf", "x", "[", "\\"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12))
+def test_the_patch_text_search_answers_as_its_regex_did(pieces):
+    from migrator.patches import may_patch_gradients
+
+    text = "".join(pieces)
+    assert may_patch_gradients(text) == _old_hint(text)
+
+
+def test_the_patch_text_search_on_real_files():
+    import glob
+
+    from migrator.patches import may_patch_gradients
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    texts = [open(p, encoding="utf-8").read() for p in glob.glob(os.path.join(root, "**", "*.py"), recursive=True)]
+    assert [may_patch_gradients(t) for t in texts] == [_old_hint(t) for t in texts]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_patches_found_in_pass_1_are_the_projects_own(tmp_path, jobs):
+    """Pass 1 looks for tf.gradients patches in the run's files (and the project reads only the
+    others): the same answer as the project reading every file, for files the prefilter keeps
+    and files it rules out, in a notebook, and in a file outside the run."""
+    from migrator import runner
+
+    (tmp_path / "pyproject.toml").write_text("")
+    spellings = ["tf.__dict__['gradients'] = f", "setattr(tf, 'gradients', f)", "tf.gradients = f",
+                 "gradients_impl.gradients = f", "tf.__dict__.update(gradients=f)", "vars(tf)['gradients'] = f",
+                 "gu._GradientsHelper = f", "x.update(a=1)  # gradients", "tf.gradients == f"]
+    paths = []
+    for i, line in enumerate(spellings):
+        paths.append(write(tmp_path, f"p{i}.py", f"import tensorflow as tf\n{line}\n"))
+        paths.append(write(tmp_path, f"q{i}.py", f"import tensorflow as tf\ny = tf.gradients(a, b)\n{line}\n"))
+    write(tmp_path, "outside.py", "import tensorflow as tf\ntf.gradients = f\n")  # not in the run
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "source": [
+        "import tensorflow as tf\n", "tf.gradients = f\n"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    paths.append(str(tmp_path / "nb.ipynb"))
+    seen = {}
+    real = runner.Project.gradients_patches
+
+    def spy(self, known=None):
+        seen["known"] = known
+        seen["run"] = real(self, known)
+        seen["alone"] = real(self)
+        return seen["run"]
+
+    import unittest.mock as mock
+
+    with mock.patch.object(runner.Project, "gradients_patches", spy):
+        runner.run(paths, runner.RunOptions(jobs=jobs, mode=runner.CHECK))
+    assert seen["run"] == seen["alone"]
+    names = sorted({loc.path.rsplit("/", 1)[-1] for loc in seen["run"]})
+    assert names == ["nb.ipynb", "outside.py"] + [f"{c}{i}.py" for c in "pq" for i in range(7)]
+    assert sum(1 for p in seen["known"] if p.endswith(".py")) == len(paths) - 1  # pass 1 answered for each
+    assert not any(p.endswith(".ipynb") for p in seen["known"])
