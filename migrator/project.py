@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from migrator.astwalk import code_words, import_statements, statements
 from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds
 from migrator.notebook import notebook_code
 from migrator.patches import (
@@ -76,6 +77,7 @@ class Project:
         self._api_patches: dict[str, list[Location]] = {}  # path -> tf_api_patches found in it
         self._dynamic: Optional[bool] = None  # some file imports modules by computed name
         self._named: dict[str, list[str]] = {}
+        self._unknown_uses: dict[tuple, str] = {}  # (path, name) -> why external_uses said None
 
     # -- files ------------------------------------------------------------
     def files(self) -> Optional[list[str]]:
@@ -252,36 +254,37 @@ class Project:
             text = self.text(p)
             if text is None or not any(w.lstrip(".") in text for w in words):
                 continue
-            for line, name in _code_words(text, words):
+            for line, name in code_words(text, words):
                 out.append(Location(os.path.abspath(p), line, name))
         return out
 
     def external_uses(self, path: str, name: str) -> Optional[list[Location]]:
         """Uses of the module-level ``name`` of ``path`` in other project files
         (``from mod import name``, ``mod.name``); None when it cannot be told
-        (a star import of the module, a project too big to scan)."""
+        (a star import of the module, a project too big to scan; ``unknown_use``
+        then says which)."""
         path = os.path.abspath(path)
         hits = self.grep(name.encode())
         stem = os.path.splitext(os.path.basename(path))[0]
         star = self.grep(b"import *")
         if hits is None or star is None:
-            return None
+            return self._unknown(path, name, "the project is too big to scan")
         for q in star:  # `from mod import *` binds every name without naming it
             tree = self.tree(q) if stem in (self.text(q) or "") else None
-            if tree is not None and any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
-                                        and self.resolve(n.module or "", n.level, q) == path
-                                        for n in ast.walk(tree)):
-                return None
+            for n in ast.walk(tree) if tree is not None else ():
+                if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) \
+                        and self.resolve(n.module or "", n.level, q) == path:
+                    return self._unknown(path, name, f"{os.path.basename(q)}:{n.lineno} star-imports this module")
         out: list[Location] = []
         for q in hits:
             if q == path:
                 continue
             tree = self.tree(q)
-            if tree is None:
-                return None  # it names `name` but cannot be parsed: a use cannot be ruled out
+            if tree is None:  # it names `name` but cannot be parsed: a use cannot be ruled out
+                return self._unknown(path, name, f"{os.path.basename(q)} names it and cannot be parsed")
             names = local_names_for(self, tree, q, path, name)
             if names is None:
-                return None
+                return self._unknown(path, name, f"{os.path.basename(q)} star-imports this module")
             for node in ast.walk(tree):
                 if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names) \
                         and self.resolve(node.module or "", node.level, q) == path:
@@ -289,6 +292,14 @@ class Project:
                 elif isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) in names - {name}:
                     out.append(Location(q, node.lineno, name))
         return out
+
+    def _unknown(self, path: str, name: str, why: str) -> None:
+        self._unknown_uses[(path, name)] = why
+        return None
+
+    def unknown_use(self, path: str, name: str) -> str:
+        """Why :meth:`external_uses` could not tell (after it returned None)."""
+        return self._unknown_uses.get((os.path.abspath(path), name), "it cannot be told")
 
     # -- facts ------------------------------------------------------------
     def gradients_patches(self, known: Optional[dict[str, list[int]]] = None) -> Optional[list[Location]]:
@@ -379,44 +390,6 @@ class Project:
         return out
 
 
-def _statements(tree: ast.AST):
-    """Every statement of ``tree``, nested ones included (imports are statements: no need
-    to walk the expressions, most of a tree's nodes)."""
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        yield node
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(node, name, None)
-            if isinstance(block, list):
-                todo.extend(reversed(block))
-
-
-#: an import statement at the start of a line, with its parenthesised or backslash-continued tail
-_IMPORT_STATEMENT = re.compile(
-    r"^[ \t]*(?:from[ \t]+\.*[\w.]*[ \t]+import\b(?:[ \t]*\([^)]*\)[^\n]*|[^\n]*(?:\\\n[^\n]*)*)"
-    r"|import[ \t]+[^\n]*(?:\\\n[^\n]*)*)", re.M)
-
-
-def import_statements(text: str) -> Optional[list]:
-    """The import statements of ``text``, each parsed on its own (import closures read
-    hundreds of files); None when one does not parse alone.  A line in a string that looks
-    like an import only adds a module, never hides one."""
-    out, line, pos = [], 1, 0
-    for m in _IMPORT_STATEMENT.finditer(text):
-        line += text.count("\n", pos, m.start())
-        pos = m.start()
-        try:
-            body = ast.parse(m.group(0).strip()).body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        for node in body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                node.lineno = line
-                out.append(node)
-    return out
-
-
 def _import_nodes(project: Project, path: str) -> list:
     """The import statements of ``path`` (the file parsed as a whole only when one does not
     parse alone)."""
@@ -429,7 +402,7 @@ def _import_nodes(project: Project, path: str) -> list:
         if out is not None:
             return out
         tree = project.tree(path)
-    return [] if tree is None else [n for n in _statements(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return [] if tree is None else [n for n in statements(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 def _imports(project: Project, path: str):
@@ -476,26 +449,3 @@ def project_for(index) -> Project:
         _PROJECTS.clear()
         held = _PROJECTS[key] = (index, Project(getattr(index, "root", None), getattr(index, "sources", {})))
     return held[1]
-
-
-
-def _code_words(text: str, words: list[str]) -> list[tuple[int, str]]:
-    """(line, word) for each code token of ``text`` (a name, not a comment or a string)
-    equal to a word; a word written ``.name`` must follow a dot (``tf.function``)."""
-    import io
-    import tokenize
-
-    out = []
-    prev = None
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.NAME:
-                for w in words:
-                    if tok.string == w.lstrip(".") and (not w.startswith(".") or prev == "."):
-                        out.append((tok.start[0], w))
-            if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
-                prev = tok.string
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return [(1, w) for w in words if w.lstrip(".") in text]
-    return out
-

@@ -25,7 +25,8 @@ from migrator.pipeline import (
     ASKED_ALL, Options, RunIndex, import_names, imported_modules, may_have_sites, module_names_for,
 )
 from migrator.patches import gradients_patch_lines
-from migrator.project import MAX_BYTES as PROJECT_MAX_BYTES, Project, find_root, import_statements
+from migrator.astwalk import import_statements
+from migrator.project import MAX_BYTES as PROJECT_MAX_BYTES, Project, find_root
 
 WRITE, DIFF, CHECK = "write", "diff", "check"
 OVERRIDE_KINDS = frozenset({OVERRIDE_MAP, REGISTER_GRADIENT, PY_FUNC_GRADIENT})

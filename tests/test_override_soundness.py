@@ -394,7 +394,24 @@ def test_registered_function_imported_elsewhere_keeps_its_signature(tmp_path):
     (tmp_path / "other.py").write_text('from grads import _g\n')
     res = runner.run([str(tmp_path / "grads.py")], runner.RunOptions(jobs=1))
     (site,) = res.results[0].sites
-    assert site.code == "TFG113"
+    assert site.code == "TFG113" and "is imported by another file (other.py:1)" in site.reason
+
+
+@pytest.mark.parametrize("other, why", [
+    ("from grads import *\n", "other.py:1 star-imports this module"),
+    ("print _g\n", "other.py names it and cannot be parsed"),  # Python 2
+])
+def test_a_registered_function_another_file_may_use_says_which_file(tmp_path, other, why):
+    """It may be used (not "is imported"), and the reason names the file that keeps the
+    migrator from telling (a Python 2 file in WAGE was reported as an importer)."""
+    (tmp_path / "grads.py").write_text('import tensorflow as tf\n\n\n@tf.RegisterGradient("G")\ndef _g(op, grad):\n'
+                                       '    return 2.0 * grad\n\n\ndef f(x):\n'
+                                       '    with tf.get_default_graph().gradient_override_map({"Identity": "G"}):\n'
+                                       '        return tf.identity(x)\n')
+    (tmp_path / "other.py").write_text(other)
+    res = runner.run([str(tmp_path / "grads.py")], runner.RunOptions(jobs=1))
+    (site,) = res.results[0].sites
+    assert site.code == "TFG113" and f"`_g` may be used by another file ({why})" in site.reason
 
 
 def test_default_arguments_survive_and_are_not_passed_upstream():

@@ -156,10 +156,13 @@ class RegistrationProof:
                                    "signature must stay, so the registration cannot become a helper; migrate by hand")
         if reg.scope.parent is None and self.project is not None:
             ext = self.project.external_uses(self.p.path, name)
-            if ext is None or ext:
-                where = f"{os.path.basename(ext[0].path)}:{ext[0].line}" if ext else "a star import, or a file that cannot be parsed"
+            if ext:
+                where = f"{os.path.basename(ext[0].path)}:{ext[0].line}"
                 raise Refuse("TFG113", f"`{name}` is imported by another file ({where}), which needs its (op, grad) "
                                        "signature; migrate by hand")
+            if ext is None:
+                raise Refuse("TFG113", f"`{name}` may be used by another file ({self.project.unknown_use(self.p.path, name)}), "
+                                       "which would need its (op, grad) signature; migrate by hand")
         ev.prove(f"`{name}` is called only by the gradient machinery (no direct use)")
 
     def only_passed(self, fn: cst.FunctionDef, passed: list, nested: bool = False) -> None:
@@ -175,8 +178,13 @@ class RegistrationProof:
         if nested:
             return
         ext = self.project.external_uses(self.p.path, fn.name.value) if self.project is not None else []
-        if ext is None or ext:
-            raise Refuse("TFG113", f"`{fn.name.value}` is used by another file, which needs its (op, grad) signature")
+        if ext:
+            raise Refuse("TFG113", f"`{fn.name.value}` is used by another file ({os.path.basename(ext[0].path)}:"
+                                   f"{ext[0].line}), which needs its (op, grad) signature")
+        if ext is None:
+            raise Refuse("TFG113", f"`{fn.name.value}` may be used by another file "
+                                   f"({self.project.unknown_use(self.p.path, fn.name.value)}), which would need its "
+                                   "(op, grad) signature")
 
     def _owner(self, fn: cst.FunctionDef) -> cst.CSTNode:
         """The function a nested def belongs to."""
