@@ -14,6 +14,7 @@ from typing import Optional
 
 import libcst as cst
 
+from migrator._plugins._dataflow import touches
 from migrator.tfnames import dotted
 
 
@@ -106,3 +107,29 @@ def where_to_open(sc, name: str) -> str:
         return (f"open a tf.GradientTape where `{name}` is computed (in the caller of `{func}`, or the method "
                 f"that builds it), watch the sources there, and call tape.gradient instead of this call")
     return f"open a tf.GradientTape around the lines that compute `{name}` from the sources"
+
+
+def one_origin(proof, c, sources: list) -> Optional[str]:
+    """``a, b = make(x)`` then ``tf.gradients(a, b)``: the targets and a source come out of one
+    call, so any path between them lies inside it, where no tape opened here can follow.  The
+    true reason for a refusal that would otherwise name what the call read (``x``), or say the
+    targets were changed in place."""
+    ys = set(c.ys_keys)
+    for src in sources:
+        i = proof._bind_at(src.key, c.item)
+        stmt = proof.flat[i].orig if i is not None else None
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+            continue
+        tainted = {a for a in proof.flat[i].fx.assigns if a != src.key and not src.key.startswith(a + ".")}
+        for j in range(i + 1, c.item):  # what the call's other outputs reach, up to the gradient call
+            it = proof.flat[j]
+            if not it.dead:
+                tainted = tainted | it.fx.writes if touches(tainted, it.fx.reads) else tainted - it.fx.assigns
+        if touches(tainted, ys):
+            func, ys_text = proof._code(assign.value.func), ", ".join(f"`{y}`" for y in sorted(ys))
+            return (f"{ys_text} and the source `{src.key}` both come out of `{func}(...)` (line {proof.line(i)}), so "
+                    f"any path from `{src.key}` to them lies inside that call, where a tape opened here cannot "
+                    f"follow it; open the tf.GradientTape inside `{func}` around the lines that compute both, or "
+                    f"have it return `{src.key}` and compute the targets from it here")
+    return None

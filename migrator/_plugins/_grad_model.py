@@ -120,3 +120,15 @@ class Group:
         yield from self.calls
         for ch in self.children:
             yield from ch.all_calls()
+
+
+@dataclass
+class BlockScope:
+    """Where a block sits: its function, and what ran before it in that function."""
+
+    func: Optional[cst.FunctionDef]  # None at module level
+    params: set = field(default_factory=set)
+    locals: set = field(default_factory=set)  # every name the function binds (params too)
+    in_loop: bool = False  # the block is inside a loop of its function
+    prefix: list = field(default_factory=list)  # items of enclosing blocks that run before it
+    loop_writes: set = field(default_factory=set)  # keys bound anywhere in the enclosing loops

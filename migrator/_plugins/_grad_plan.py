@@ -16,8 +16,8 @@ from migrator._plugins._aliases import type_method_mutations, widen_mutations
 from migrator._plugins._dataflow import Effects, effects, exposed
 from migrator._plugins import _grad_per_index as per_index
 from migrator._plugins._grad_find import chain_items
-from migrator._plugins._grad_model import STATE, Call, Group, Item, Refuse
-from migrator._plugins._grad_proof import BlockScope, Prover
+from migrator._plugins._grad_model import STATE, BlockScope, Call, Group, Item, Refuse
+from migrator._plugins._grad_proof import Prover
 from migrator._plugins._grad_values import is_inert
 from migrator.tfnames import dotted, tf_name
 

@@ -26,15 +26,14 @@ The argument turns on the sources:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
-from migrator._plugins._grad_hints import outside_ys_reason, where_to_open
-from migrator._plugins._grad_model import STATE, TRAINABLE, Call, Item, Refuse, Source
+from migrator._plugins._grad_hints import one_origin, outside_ys_reason, where_to_open
+from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
 from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
 from migrator._plugins._grad_source_blocks import past_source_blocks
@@ -43,17 +42,6 @@ from migrator._plugins._grad_bjac import check_ranks, gradient_cut, value_reads
 from migrator._plugins._grad_calls import CallsProof
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
 from migrator.tfnames import dotted
-
-@dataclass
-class BlockScope:
-    """Where a block sits: its function, and what ran before it in that function."""
-
-    func: Optional[cst.FunctionDef]  # None at module level
-    params: set = field(default_factory=set)
-    locals: set = field(default_factory=set)  # every name the function binds (params too)
-    in_loop: bool = False  # the block is inside a loop of its function
-    prefix: list = field(default_factory=list)  # items of enclosing blocks that run before it
-    loop_writes: set = field(default_factory=set)  # keys bound anywhere in the enclosing loops
 
 
 class Prover(WatchProof, CallsProof):
@@ -371,10 +359,11 @@ class Prover(WatchProof, CallsProof):
                                    f"read it from a local), or open the tape where `{r}` is computed")
         by = next((i for i in range(s, at) if touches(self.flat[i].fx.writes - self.flat[i].fx.assigns, {r})), at)
         how = "is" if changes_itself(self.flat[by].orig, r) else "may be"  # or through an alias, a call
-        raise Refuse("TFG130", f"`{r}` {how} changed in place inside the tape (line {self.line(by)}) but is bound "
-                               "outside it, so it may already hold tensors the tape did not record (from earlier "
-                               "iterations, the enclosing code, a caller or a module-level list); bind it afresh "
-                               "inside the tape, or open the tape where it is first filled")
+        raise Refuse("TFG130", one_origin(self, c, self.sources_now) or
+                     f"`{r}` {how} changed in place inside the tape (line {self.line(by)}) but is bound outside it, "
+                     "so it may already hold tensors the tape did not record (from earlier iterations, the enclosing "
+                     "code, a caller or a module-level list); bind it afresh inside the tape, or open the tape where "
+                     "it is first filled")
 
     def _reaches(self, c: Call, S: list, s: int, e: int, sources: list, all_fresh: bool) -> None:
         """Some line of the tape must read a source on the way to the targets; otherwise every
@@ -403,10 +392,12 @@ class Prover(WatchProof, CallsProof):
                            "depend on them: None for every source, before and after")
             return
         func = self.scope.func.name.value if self.scope.func is not None else None
-        where = (f"in the method or the caller of `{func}` that builds them" if func else "around the lines that build them")
-        raise Refuse("TFG130", f"`{', '.join(sorted(c.ys_keys))}` reaches {srcs} only through {via} "
-                               f"({names}); open the tf.GradientTape where those are computed ({where}), "
-                               "watch the sources there, and take the gradient from that tape")
+        where = (f"in the method or the caller of `{func}` that builds them" if func
+                 else "around the lines that build them")
+        raise Refuse("TFG130", one_origin(self, c, sources) or
+                     f"`{', '.join(sorted(c.ys_keys))}` reaches {srcs} only through {via} ({names}); open the "
+                     f"tf.GradientTape where those are computed ({where}), watch the sources there, and take the "
+                     "gradient from that tape")
 
     def _independent(self, c: Call, r: str, s: int, at: int, keys: set, all_fresh: bool) -> None:
         an, sc = self.an, self.scope

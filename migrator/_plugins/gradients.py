@@ -44,7 +44,7 @@ from migrator._plugins._grad_callers import (
 from migrator._plugins._grad_methods import attribute_evidence, closed_method, method_param_structure, method_verdict
 from migrator._plugins._grad_alias import file_tf_alias
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
-from migrator._plugins._grad_model import Call, Item, Refuse
+from migrator._plugins._grad_model import BlockScope, Call, Item, Refuse
 from migrator._plugins._grad_home import home
 from migrator._plugins._grad_hidden import rebinders
 from migrator._plugins._grad_filechecks import (
@@ -56,7 +56,6 @@ from migrator._plugins._grad_filechecks import (
     grad_file_refusal,
 )
 from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
-from migrator._plugins._grad_proof import BlockScope
 from migrator._plugins._grad_values import (
     Closedness, call_kind, calls_in, is_fresh, library_imports, local_module_names,
     module_constants, param_names,
