@@ -34,6 +34,7 @@ from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_hints import one_origin, outside_ys_reason, where_to_open
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
+from migrator._plugins._grad_prefix import prefix_verdict
 from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
 from migrator._plugins._grad_source_blocks import past_source_blocks
@@ -449,13 +450,19 @@ class Prover(WatchProof, CallsProof):
             self._assume(c, f"`{r}` (an attribute set elsewhere) does not depend on {srcs}", r)
             return
         if root in sc.locals:
-            writers = [it for it in sc.prefix if touches(it.fx.writes, {r})]
+            writers = [it for it in sc.prefix + (self.flat if sc.in_loop else []) if touches(it.fx.writes, {r})]
             if writers and all(it.inert for it in writers):
                 return  # bound outside the block to literals only (`for k in range(3)`)
             if touches(self.prefix_tainted, {r}):
                 raise Refuse("TFG130", f"`{r}` is computed from {srcs} outside the block that holds the call, where "
                                        "a tape here cannot see it; open the tape in the enclosing block, around the "
                                        f"line that computes `{r}`")
+            why, against = prefix_verdict(self, r, self.sources_now)  # cleverhans' attacks: made before the loop
+            if against:
+                raise Refuse("TFG130", against)
+            if why:
+                c.proof.append(why)
+                return
             self._assume(c, f"`{r}` (computed outside the block of the gradient) does not depend on {srcs}", r)
             return
         self._assume(c, f"`{r}` (from outside this function) does not depend on {srcs}", r)

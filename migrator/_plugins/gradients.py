@@ -55,7 +55,7 @@ from migrator._plugins._grad_filechecks import (
     eager_guard,
     grad_file_refusal,
 )
-from migrator._plugins._grad_plan import BlockPlanner, TapeNamer
+from migrator._plugins._grad_plan import BlockPlanner, TapeNamer, item_for
 from migrator._plugins._grad_values import (
     Closedness, call_kind, calls_in, is_fresh, library_imports, local_module_names,
     module_constants, param_names,
@@ -114,12 +114,10 @@ class GradientRewrite:
         for node in f.unresolved:
             head = dotted(node.func.value)
             kind = HESSIANS if node.func.attr.value == "hessians" else TF_GRADIENTS
-            self._site(node, kind, "TFG128", f"`{head}` here is not bound only to the tensorflow import (a "
-                                                     "parameter, a local, a name also bound to something else, or one a "
-                                                     "star import brings in), "
-                                                     f"so the migrator cannot tell that `{self.code(node.func)}` is "
-                                                     "TF's; if it is, import TensorFlow by name and re-run, or "
-                                                     "rewrite it with a tf.GradientTape by hand")
+            self._site(node, kind, "TFG128", f"`{head}` here is not bound only to the tensorflow import (a parameter, "
+                       "a local, a name also bound to something else, or one a star import brings in), so the migrator "
+                       f"cannot tell that `{self.code(node.func)}` is TF's; if it is, import TensorFlow by name and "
+                       "re-run, or rewrite it with a tf.GradientTape by hand")
         for node in f.values:
             self._site(node, TF_GRADIENTS, "TFG128", f"`{self.code(node)}` is used as a value, not called; "
                                                      "call a tf.GradientTape method here by hand")
@@ -223,6 +221,10 @@ class GradientRewrite:
             return self.ctx.original_line(self.pos[node].start.line)
         except KeyError:
             return 0
+
+    def item(self, stmt: cst.BaseStatement) -> Item:
+        """A statement with its data flow (``_grad_plan.item_for``), for the proof's modules."""
+        return item_for(self, stmt, set())
 
     def tf_name(self, call: cst.Call) -> Optional[str]:
         return tf_name(call, self.qn)
@@ -382,17 +384,19 @@ class GradientRewrite:
 
     def _block_scope(self, block) -> BlockScope:
         """The function around a block, and the lines of enclosing blocks that run before it."""
-        from migrator._plugins._grad_plan import item_for
-
         scope = BlockScope(func=None)
         prefix: list[Item] = []
+        after: list[Item] = []  # lines after an enclosing statement, inside the loops found so far
         cur = block
         while True:
             owner = self.parents.get(cur)  # the compound statement (or def) owning this block
             if owner is None or isinstance(owner, (cst.Module, cst.FunctionDef, cst.ClassDef)):
                 break
             if isinstance(owner, (cst.For, cst.While)):
+                # earlier iterations ran the rest of its body: the lines after the statements in it that
+                # hold the call, not those after the loop (an `if` in a loop rebinding `r` was missed)
                 scope.in_loop = True
+                prefix, after = prefix + after, []
             parent_block = self.parents.get(owner)
             while parent_block is not None and not isinstance(parent_block, (cst.Module, cst.IndentedBlock)):
                 owner = parent_block
@@ -401,10 +405,8 @@ class GradientRewrite:
                 break
             siblings = list(parent_block.body)
             idx = next(i for i, s_ in enumerate(siblings) if s_ is owner)
-            before = [item_for(self, s_, set()) for s_ in siblings[:idx]]
-            if scope.in_loop:  # earlier iterations ran the rest of the loop body too
-                before += [item_for(self, s_, set()) for s_ in siblings[idx + 1:]]
-            prefix = before + prefix
+            prefix = [item_for(self, s_, set()) for s_ in siblings[:idx]] + prefix
+            after += [item_for(self, s_, set()) for s_ in siblings[idx + 1:]]
             for header in _headers(owner):
                 if isinstance(header, cst.Assign):  # `for k in range(3)`: inert when its iterable is
                     prefix.append(item_for(self, cst.SimpleStatementLine([header]), set()))

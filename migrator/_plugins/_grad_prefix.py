@@ -1,0 +1,144 @@
+"""A value computed before the gradient's block, shown independent of the sources.
+
+cleverhans' iterative attacks: ``x_adv = x_input`` and ``one_hot = tf.one_hot(target, n)``
+before the loop, then ``tf.gradients(loss(one_hot, x_adv), x_adv)`` in it.  ``one_hot`` is
+read by the tape but made outside it, which was an assumption (TFG129).  It is a proof
+when every value the source can hold at the call was made in this function: each binding
+of it, anywhere in the function (before the block, in it, in a branch, a ``finally``, an
+``else``), is a new tensor (a TF op), or a plain name for a variable whose bindings are
+such in turn (``x_adv = x_input``, ``x_input = tf.identity(images) * 1.0``).
+
+Then ``r`` depends on a source only through a line of the function that reads one of
+those variables, or something made from one.  The pass over the lines ignores their
+order (a loop runs them again, a branch may not run), so it finds every such line.  A
+nested def or class, a ``match``, or a name bound where the lines do not show it
+(``globals()``, ``setattr``, ``exec``, ``global``: an adversarial run) ends the proof.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from migrator._plugins._dataflow import touches
+from migrator._plugins._grad_model import STATE
+from migrator._plugins._grad_values import is_fresh
+from migrator.tfnames import dotted
+
+
+_DYNAMIC = re.compile(r"\b(globals|locals|vars|setattr|delattr|exec|eval|__dict__|_getframe|__import__|global|nonlocal)\b")
+
+
+def prefix_verdict(proof, r: str, sources: list) -> tuple[Optional[str], Optional[str]]:
+    """(the proof line that ``r``, a local bound before the block, cannot depend on the sources;
+    the reason it may), both None when neither can be shown."""
+    func = proof.scope.func
+    lines = _function_lines(proof.an, func) if func is not None else None
+    if lines is None or _DYNAMIC.search(proof._code(func.body)):
+        return None, None  # a nested def, `match`, or names bound where the lines do not show it
+    seeds: set = set()
+    made: list = []
+    params = set(proof.scope.params)
+    for src in sources:
+        if not _made_here(lines, src.key, proof.an.qn, params, seeds, made):
+            return None, None
+    where = ", ".join(str(n) for n in sorted({proof.an.line(node) for node in made})[:3])
+    if touches(_flow(lines, seeds, None), {r}):
+        return None, (f"`{r}` may be computed from a value {proof.src_text} holds at the call (made at line {where}, "
+                      "or from one) outside the block that holds the call, where a tape here cannot see it; open the "
+                      f"tape in the enclosing block, around the line that computes `{r}`")
+    if touches(_flow(lines, seeds, STATE), {r}):
+        return None, None  # only through program state (collections, flags): it may, or may not
+    return (f"`{r}` cannot depend on {proof.src_text}: every value they can hold at the call is a new tensor made in "
+            f"`{func.name.value}` (line {where}), and no line of it that computes `{r}` reads one of them or "
+            "anything made from one"), None
+
+
+def _flow(lines: list, seeds: set, state: Optional[str]) -> set:
+    """Keys the function's lines may compute from ``seeds``, in any order (a loop runs its lines
+    again, a branch may or may not run): repeated until nothing changes; program state carries
+    values only when ``state`` is given."""
+    tainted = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for it, _header in lines:
+            writes = it.fx.writes if state else it.fx.writes - {STATE}
+            if touches(tainted, it.fx.reads if state else it.fx.reads - {STATE}) and not writes <= tainted:
+                tainted |= writes
+                changed = True
+    return tainted
+
+
+def _function_lines(an, func: cst.FunctionDef) -> Optional[list]:
+    """(item, is a header) for every simple statement of ``func`` at any depth and every header
+    of its compound statements (a loop's target, a test, a `with` item, an `except` name); None
+    when it holds a nested def or class, or a `match`."""
+    out: list = []
+    todo = list(func.body.body)
+    while todo:
+        st = todo.pop()
+        if isinstance(st, (cst.FunctionDef, cst.ClassDef, cst.Match)):
+            return None
+        if isinstance(st, cst.SimpleStatementLine):
+            out.append((an.item(st), False))
+            continue
+        heads: list = []
+        if isinstance(st, cst.For):
+            heads.append(cst.Assign([cst.AssignTarget(st.target)], st.iter))
+        elif isinstance(st, (cst.If, cst.While)):
+            heads.append(cst.Expr(st.test))
+        elif isinstance(st, cst.With):
+            heads += [cst.Assign([cst.AssignTarget(i.asname.name)], i.item) if i.asname else cst.Expr(i.item)
+                      for i in st.items]
+        elif isinstance(st, cst.ExceptHandler) and st.name is not None:
+            heads.append(cst.Assign([cst.AssignTarget(st.name.name)], st.type or cst.Name("None")))
+        out += [(an.item(cst.SimpleStatementLine([h])), True) for h in heads]
+        todo += _inner_statements(st)
+    return out
+
+
+def _inner_statements(st: cst.CSTNode) -> list:
+    """The statements of a compound statement's blocks: bodies, `else`, `elif`, handlers, `finally`."""
+    out: list = []
+    for child in st.children:
+        if isinstance(child, cst.IndentedBlock):
+            out += list(child.body)
+        elif isinstance(child, cst.SimpleStatementSuite):
+            out.append(cst.SimpleStatementLine(child.body))
+        elif isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler, cst.If)):
+            out.append(child) if isinstance(child, (cst.If, cst.ExceptHandler)) else out.extend(_inner_statements(child))
+    return out
+
+
+def _made_here(lines: list, key: str, qn, params: set, keys: set, made: list) -> bool:
+    """Whether every binding of ``key`` in the function is a new tensor (a TF op) or a plain name
+    for a variable whose bindings are such in turn (``x_adv = x_input``, ``x_input =
+    tf.identity(images) * 1.0``); fills ``keys`` with those names and ``made`` with the values.
+    Not a parameter, an element, a call's result, a loop target, a change in place."""
+    if key in keys:
+        return True
+    if "." in key or key in params:
+        return False
+    keys.add(key)
+    bound = False
+    for it, header in lines:
+        if not touches(it.fx.writes, {key}):
+            continue
+        value = None if header else _assigned(it.orig, key)
+        if value is None or key not in it.fx.assigns:
+            return False  # a loop target, a tuple, a walrus, an augmented or in-place change
+        bound = True
+        if is_fresh(value, qn):
+            made.append(value)
+        elif not (isinstance(value, cst.Name) and _made_here(lines, value.value, qn, params, keys, made)):
+            return False
+    return bound
+def _assigned(stmt, key: str) -> Optional[cst.BaseExpression]:
+    """The value of ``key = value`` when the statement is exactly that."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        a = stmt.body[0]
+        if len(a.targets) == 1 and dotted(a.targets[0].target) == key:
+            return a.value
+    return None
