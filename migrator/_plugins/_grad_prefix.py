@@ -23,7 +23,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import touches
 from migrator._plugins._grad_model import STATE
-from migrator._plugins._grad_values import is_fresh
+from migrator._plugins._grad_values import is_fresh, value_kind
 from migrator.tfnames import dotted
 
 
@@ -55,6 +55,43 @@ def prefix_verdict(proof, r: str, sources: list) -> tuple[Optional[str], Optiona
             "anything made from one"), None
 
 
+def function_kind(proof, key: str) -> str:
+    """"tensor", "list" or "tuple" when every binding of local ``key`` anywhere in the function is
+    a value of that kind (or a plain name for a local whose bindings are), else "unknown": a
+    source stepped in a loop (`x_adv = tf.minimum(...)`) is a tensor, so its gradient needs no
+    `tf.nest.flatten`."""
+    func = proof.scope.func
+    lines = _function_lines(proof.an, func) if func is not None else None
+    if lines is None or _DYNAMIC.search(proof._code(func.body)):
+        return "unknown"
+    kinds: set = set()
+    if not _kinds_of(lines, key, proof.an, set(proof.scope.params), set(), kinds) or len(kinds) != 1:
+        return "unknown"
+    return kinds.pop()
+
+
+def _kinds_of(lines: list, key: str, an, params: set, seen: set, kinds: set) -> bool:
+    if key in seen:
+        return True
+    if "." in key or key in params:
+        return False
+    seen.add(key)
+    bound = False
+    for it, header in lines:
+        if not touches(it.fx.writes, {key}):
+            continue
+        value = None if header else _assigned(it.orig, key)
+        if value is None or key not in it.fx.assigns:
+            return False
+        bound = True
+        if isinstance(value, cst.Name):
+            if not _kinds_of(lines, value.value, an, params, seen, kinds):
+                return False
+        else:
+            kinds.add(value_kind(value, an.qn, an.one_output))
+    return bound and "unknown" not in kinds
+
+
 def _flow(lines: list, seeds: set, state: Optional[str]) -> set:
     """Keys the function's lines may compute from ``seeds``, in any order (a loop runs its lines
     again, a branch may or may not run): repeated until nothing changes; program state carries
@@ -74,7 +111,14 @@ def _flow(lines: list, seeds: set, state: Optional[str]) -> set:
 def _function_lines(an, func: cst.FunctionDef) -> Optional[list]:
     """(item, is a header) for every simple statement of ``func`` at any depth and every header
     of its compound statements (a loop's target, a test, a `with` item, an `except` name); None
-    when it holds a nested def or class, or a `match`."""
+    when it holds a nested def or class, or a `match`.  Built once per function and file."""
+    cache = an.__dict__.setdefault("_function_lines", {})
+    if id(func) not in cache:
+        cache[id(func)] = (func, _build_lines(an, func))
+    return cache[id(func)][1]
+
+
+def _build_lines(an, func: cst.FunctionDef) -> Optional[list]:
     out: list = []
     todo = list(func.body.body)
     while todo:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import effects, touches
 from migrator._plugins._grad_find import chain_items
+from migrator._plugins._grad_prefix import function_kind
 from migrator._plugins._grad_model import TRAINABLE, Call, Refuse, Source
 from migrator._plugins._grad_source_blocks import bound_values
 from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, qnames, value_kind
@@ -211,7 +212,7 @@ class WatchProof:
                 raise Refuse("TFG124", f"`{key}` is bound both to a list and to a tensor; bind the sources to one "
                                        "list before the call")
             return kinds.pop() if len(kinds) == 1 else "unknown"
-        return "unknown"
+        return function_kind(self, key)  # bound only before the block, or stepped later in a loop
 
 
 
