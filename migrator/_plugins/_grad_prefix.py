@@ -41,8 +41,10 @@ def prefix_verdict(proof, r: str, sources: list) -> tuple[Optional[str], Optiona
     made: list = []
     params = set(proof.scope.params)
     for src in sources:
-        if not _made_here(lines, src.key, proof.an.qn, params, seeds, made):
-            return None, None
+        values = _bound_values(lines, src.key, params, seeds)
+        if values is None or not all(is_fresh(v, proof.an.qn) for v in values):
+            return None, None  # a parameter, an element, a call's result, a change in place
+        made += values
     where = ", ".join(str(n) for n in sorted({proof.an.line(node) for node in made})[:3])
     if touches(_flow(lines, seeds, None), {r}):
         return None, (f"`{r}` may be computed from a value {proof.src_text} holds at the call (made at line {where}, "
@@ -64,32 +66,9 @@ def function_kind(proof, key: str) -> str:
     lines = _function_lines(proof.an, func) if func is not None else None
     if lines is None or _DYNAMIC.search(proof._code(func.body)):
         return "unknown"
-    kinds: set = set()
-    if not _kinds_of(lines, key, proof.an, set(proof.scope.params), set(), kinds) or len(kinds) != 1:
-        return "unknown"
-    return kinds.pop()
-
-
-def _kinds_of(lines: list, key: str, an, params: set, seen: set, kinds: set) -> bool:
-    if key in seen:
-        return True
-    if "." in key or key in params:
-        return False
-    seen.add(key)
-    bound = False
-    for it, header in lines:
-        if not touches(it.fx.writes, {key}):
-            continue
-        value = None if header else _assigned(it.orig, key)
-        if value is None or key not in it.fx.assigns:
-            return False
-        bound = True
-        if isinstance(value, cst.Name):
-            if not _kinds_of(lines, value.value, an, params, seen, kinds):
-                return False
-        else:
-            kinds.add(value_kind(value, an.qn, an.one_output))
-    return bound and "unknown" not in kinds
+    values = _bound_values(lines, key, set(proof.scope.params), set())
+    kinds = {value_kind(v, proof.an.qn, proof.an.one_output) for v in values or []}
+    return kinds.pop() if values and len(kinds) == 1 else "unknown"
 
 
 def _flow(lines: list, seeds: set, state: Optional[str]) -> set:
@@ -156,29 +135,32 @@ def _inner_statements(st: cst.CSTNode) -> list:
     return out
 
 
-def _made_here(lines: list, key: str, qn, params: set, keys: set, made: list) -> bool:
-    """Whether every binding of ``key`` in the function is a new tensor (a TF op) or a plain name
-    for a variable whose bindings are such in turn (``x_adv = x_input``, ``x_input =
-    tf.identity(images) * 1.0``); fills ``keys`` with those names and ``made`` with the values.
-    Not a parameter, an element, a call's result, a loop target, a change in place."""
-    if key in keys:
-        return True
+def _bound_values(lines: list, key: str, params: set, seen: set) -> Optional[list]:
+    """The values ``key`` is bound to anywhere in the function, following plain names for other
+    locals (``x_adv = x_input``: ``x_input``'s values); ``seen`` collects those names.  None when
+    some binding is not ``name = value`` (a loop target, a tuple, a walrus, an augmented or
+    in-place change), or a name is a parameter, an attribute, or bound nowhere."""
+    if key in seen:
+        return []
     if "." in key or key in params:
-        return False
-    keys.add(key)
+        return None
+    seen.add(key)
+    out: list = []
     bound = False
     for it, header in lines:
         if not touches(it.fx.writes, {key}):
             continue
         value = None if header else _assigned(it.orig, key)
         if value is None or key not in it.fx.assigns:
-            return False  # a loop target, a tuple, a walrus, an augmented or in-place change
+            return None
         bound = True
-        if is_fresh(value, qn):
-            made.append(value)
-        elif not (isinstance(value, cst.Name) and _made_here(lines, value.value, qn, params, keys, made)):
-            return False
-    return bound
+        inner = _bound_values(lines, value.value, params, seen) if isinstance(value, cst.Name) else [value]
+        if inner is None:
+            return None
+        out += inner
+    return out if bound else None
+
+
 def _assigned(stmt, key: str) -> Optional[cst.BaseExpression]:
     """The value of ``key = value`` when the statement is exactly that."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
