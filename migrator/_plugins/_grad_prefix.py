@@ -21,13 +21,14 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator._plugins._dataflow import touches
-from migrator._plugins._grad_model import STATE
-from migrator._plugins._grad_values import is_fresh, value_kind
+from migrator._plugins._dataflow import effects, touches
+from migrator._plugins._grad_model import STATE, TRAINABLE, Refuse
+from migrator._plugins._grad_values import is_fresh, py_func_kind, value_kind
 from migrator.tfnames import dotted
 
 
-_DYNAMIC = re.compile(r"\b(globals|locals|vars|setattr|delattr|exec|eval|__dict__|_getframe|__import__|global|nonlocal)\b")
+_DYNAMIC = re.compile(r"\b(globals|locals|vars|setattr|delattr|exec|eval|__dict__|_getframe|__import__|global"
+                      r"|nonlocal)\b")
 
 
 def prefix_verdict(proof, r: str, sources: list) -> tuple[Optional[str], Optional[str]]:
@@ -57,17 +58,78 @@ def prefix_verdict(proof, r: str, sources: list) -> tuple[Optional[str], Optiona
             "anything made from one"), None
 
 
+def sources_apart(proof, c, sources: list, s: int, k: int, fresh: dict) -> None:
+    """``tf.gradients(loss, [a, h])`` with ``h = a * 2.0`` made before the block: TF1's gradient
+    for ``a`` also runs through ``h``, and a tape watching both does not see that path (an
+    adversarial run).  A source bound outside the block is checked as a value the tape reads
+    (``_independent``), against the other sources that are not new tensors made in the block:
+    proven, assumed or refused as such."""
+    saved = proof.sources_now, proof.src_text, proof.keys
+    try:
+        for src in sources if len(sources) > 1 else []:
+            if src.key == TRAINABLE or proof._bind_at(src.key, k) is not None:
+                continue  # bound in the block: on the slice, inside the tape or before its watch
+            others = [o for o in sources if o is not src and fresh.get(o.key) is None]
+            if not others:
+                continue  # the others are new tensors made in the block: `src` existed before them
+            proof.sources_now, proof.keys = others, {o.key for o in others}
+            proof.src_text = ", ".join(f"`{o.key}`" for o in others)
+            proof._independent(c, src.key, s, s, set(proof.keys), False)
+    finally:
+        proof.sources_now, proof.src_text, proof.keys = saved
+    why = elements_apart(proof, sources, k)
+    if why:
+        raise Refuse("TFG130", why)
+
+
+def elements_apart(proof, sources: list, k: int) -> Optional[str]:
+    """A source bound outside the block to a list or tuple whose elements are made from each
+    other (``x_adv = (a, a * 2.0)``): TF1's gradient for ``a`` also runs through the second
+    element, which a tape watching both does not see (an adversarial run).  The reason, or None."""
+    for src in sources:
+        if proof._bind_at(src.key, k) is not None or src.key not in proof.scope.locals:
+            continue
+        lines = _function_lines(proof.an, proof.scope.func) or []
+        if any(isinstance(it.orig, cst.SimpleStatementLine) and isinstance(it.orig.body[0], cst.AugAssign)
+               and dotted(it.orig.body[0].target) == src.key
+               and isinstance(it.orig.body[0].value, (cst.List, cst.Tuple, cst.ListComp)) for it, _h in lines):
+            return (f"`{src.key}` is extended in place outside the block (`+= [...]`): its elements may be made from "
+                    "each other there, a path TF1's gradient followed and a tape watching each element does not "
+                    "see; make the sources separately, or open the tape where they are made")
+        for value in function_values(proof, src.key) or []:
+            if not isinstance(value, (cst.List, cst.Tuple)):
+                continue
+            reads = [effects(el.value).reads for el in value.elements]
+            for i, el in enumerate(value.elements):
+                seeds: set = set()
+                if not isinstance(el.value, cst.Name) or _bound_values(
+                        _function_lines(proof.an, proof.scope.func), el.value.value, set(), seeds) is None:
+                    seeds = set(reads[i])  # an expression: what it reads
+                made = _flow(_function_lines(proof.an, proof.scope.func), seeds, None)
+                if any(j != i and touches(made, reads[j]) for j in range(len(reads))):
+                    return (f"the elements of `{src.key}` (line {proof.an.line(value)}) may be made from each "
+                            "other outside the block, a path TF1's gradient followed and a tape watching each "
+                            "element does not see; make the sources separately, or open the tape where they are made")
+    return None
+
+
+def function_values(proof, key: str) -> Optional[list]:
+    """Every value local ``key`` is bound to anywhere in the function (following plain names), or
+    None when that cannot be read from the function's lines."""
+    func = proof.scope.func
+    lines = _function_lines(proof.an, func) if func is not None else None
+    if lines is None or _DYNAMIC.search(proof._code(func.body)):
+        return None
+    return _bound_values(lines, key, set(proof.scope.params), set())
+
+
 def function_kind(proof, key: str) -> str:
     """"tensor", "list" or "tuple" when every binding of local ``key`` anywhere in the function is
     a value of that kind (or a plain name for a local whose bindings are), else "unknown": a
     source stepped in a loop (`x_adv = tf.minimum(...)`) is a tensor, so its gradient needs no
     `tf.nest.flatten`."""
-    func = proof.scope.func
-    lines = _function_lines(proof.an, func) if func is not None else None
-    if lines is None or _DYNAMIC.search(proof._code(func.body)):
-        return "unknown"
-    values = _bound_values(lines, key, set(proof.scope.params), set())
-    kinds = {value_kind(v, proof.an.qn, proof.an.one_output) for v in values or []}
+    values = function_values(proof, key)
+    kinds = {py_func_kind(v, proof.an.qn) or value_kind(v, proof.an.qn, proof.an.one_output) for v in values or []}
     return kinds.pop() if values and len(kinds) == 1 else "unknown"
 
 
@@ -97,13 +159,17 @@ def _function_lines(an, func: cst.FunctionDef) -> Optional[list]:
     return cache[id(func)][1]
 
 
+#: the compound statements whose headers and blocks the lines are read from
+_COMPOUND = (cst.For, cst.While, cst.If, cst.With, cst.Try, cst.ExceptHandler)
+
+
 def _build_lines(an, func: cst.FunctionDef) -> Optional[list]:
     out: list = []
     todo = list(func.body.body)
     while todo:
         st = todo.pop()
-        if isinstance(st, (cst.FunctionDef, cst.ClassDef, cst.Match)):
-            return None
+        if not isinstance(st, (cst.SimpleStatementLine, *_COMPOUND)):
+            return None  # a nested def or class, `match`, `try`/`except*` (an adversarial run)
         if isinstance(st, cst.SimpleStatementLine):
             out.append((an.item(st), False))
             continue
@@ -130,8 +196,10 @@ def _inner_statements(st: cst.CSTNode) -> list:
             out += list(child.body)
         elif isinstance(child, cst.SimpleStatementSuite):
             out.append(cst.SimpleStatementLine(child.body))
-        elif isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler, cst.If)):
-            out.append(child) if isinstance(child, (cst.If, cst.ExceptHandler)) else out.extend(_inner_statements(child))
+        elif isinstance(child, (cst.If, cst.ExceptHandler)):
+            out.append(child)
+        elif isinstance(child, (cst.Else, cst.Finally)):
+            out.extend(_inner_statements(child))
     return out
 
 

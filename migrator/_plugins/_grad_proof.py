@@ -34,7 +34,7 @@ from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_hints import one_origin, outside_ys_reason, where_to_open
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
-from migrator._plugins._grad_prefix import prefix_verdict
+from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
 from migrator._plugins._grad_source_blocks import past_source_blocks
@@ -134,6 +134,7 @@ class Prover(WatchProof, CallsProof):
         self._outside_values(c, S, s, e, sources, all_fresh)
         if not all_fresh:
             self._calls_build_afresh(c, S, s, e)
+            sources_apart(self, c, sources, s, k, fresh)  # `[a, h]`, `h` made from `a` before the block
         if any(src.key == TRAINABLE for src in sources):
             c.proof.append("the sources are every trainable variable, read at the call as before; the tape watches "
                            "each trainable variable the forward pass reads inside it")

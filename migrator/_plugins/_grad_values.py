@@ -23,6 +23,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS, effects
+from migrator._plugins._grad_arith import may_be_sequence_op
 from migrator.tfnames import dotted, tf_name
 
 _STATE_LEAVES = {
@@ -224,29 +225,6 @@ def is_fresh(value: Optional[cst.BaseExpression], qn, tensor_name=None) -> bool:
     return False
 
 
-def may_be_sequence_op(op: cst.BinaryOperation, tensor_name=None) -> bool:
-    """``a + b`` or ``a * n`` that may join or repeat Python lists, handing back the very tensors
-    they hold (an adversarial run: `params = ws + bs` was taken for a new tensor).  Not when an
-    operand is a float literal or a TF call, which no list takes."""
-    if not isinstance(op.operator, (cst.Add, cst.Multiply)):
-        return False
-    sides = (op.left, op.right)
-    if any(isinstance(e, (cst.Float, cst.Imaginary, cst.UnaryOperation)) for e in sides):
-        return False
-    if any(isinstance(e, cst.BinaryOperation) and not may_be_sequence_op(e, tensor_name) for e in sides):
-        return False  # a tensor (or number) on one side: `real + alpha * (fake - real)`
-    if tensor_name is not None and any(isinstance(e, cst.Name) and tensor_name(e.value) for e in sides):
-        return False  # `alpha * differences`, `alpha = tf.random_uniform(...)`: a tensor times anything
-    if any(isinstance(e, cst.Call) and dotted(e.func) is not None and dotted(e.func).split(".")[0] in
-           ("tf", "tensorflow") for e in sides):
-        return False
-    if isinstance(op.operator, cst.Add):
-        return not any(isinstance(e, cst.Integer) for e in sides)  # `[a] + 1` raises: a number
-    # `ws * 2` repeats a list, and so does `parts * k` with `k = 2` (an adversarial run: two names
-    # were taken for a product of tensors); a side known to be a tensor above rules that out
-    return not any(isinstance(e, (cst.Float, cst.Imaginary)) for e in sides)
-
-
 def _literal(e: cst.BaseExpression) -> bool:
     if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
         return True
@@ -305,6 +283,27 @@ def value_kind(v: Optional[cst.BaseExpression], qn, one_output) -> str:
         if name in TENSOR_CONSTRUCTORS or (name is not None and one_output(name)):
             return "tensor"
     return "unknown"  # e.g. nest.flatten(...), a layer: tf.nest.flatten keeps the list contract
+
+
+#: Python-function ops: one op, but a list of tensors when ``Tout`` (their third argument) is a list
+_PY_FUNCS = frozenset({"tensorflow.py_func", "tensorflow.py_function", "tensorflow.numpy_function",
+                       "tensorflow.script_ops.eager_py_func"})
+
+
+def py_func_kind(value: cst.BaseExpression, qn) -> Optional[str]:
+    """``tf.py_function(f, [c], [tf.float32])`` is a list of one tensor (an adversarial run: it was
+    taken for a tensor, the tape got ``[x]`` and handed back ``[[g]]``); "tensor" for a single
+    dtype, "unknown" for a ``Tout`` the source does not spell; None for other values."""
+    if not isinstance(value, cst.Call) or tf_name(value, qn) not in _PY_FUNCS:
+        return None
+    args = [a for a in value.args if a.keyword is None]
+    tout = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "Tout"), None)
+    if tout is None and len(args) > 2:
+        tout = args[2].value
+    if isinstance(tout, (cst.List, cst.Tuple)):
+        return "list"
+    return "tensor" if isinstance(tout, cst.Attribute) and dotted(tout) and dotted(tout).split(".")[-1] in (
+        "float16", "float32", "float64", "bfloat16", "complex64", "complex128") else "unknown"
 
 
 class Closedness:

@@ -9,11 +9,11 @@ import libcst as cst
 
 from migrator._plugins._dataflow import effects, touches
 from migrator._plugins._grad_find import chain_items
-from migrator._plugins._grad_prefix import function_kind
+from migrator._plugins._grad_prefix import function_kind, function_values
 from migrator._plugins._grad_model import TRAINABLE, Call, Refuse, Source
 from migrator._plugins._grad_source_blocks import bound_values
-from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, qnames, value_kind
-from migrator.tfnames import dotted, tf_name
+from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, py_func_kind, qnames, value_kind
+from migrator.tfnames import dotted
 
 
 class WatchProof:
@@ -50,6 +50,12 @@ class WatchProof:
                 raise Refuse("TFG126", f"`{src.key}` is bound to {what} at line {self.line(j)}: "
                                        "TF1 differentiated a new constant made from it (None), and a tape cannot "
                                        "watch it; make it a tensor (tf.constant) if a gradient was meant")
+            outside = function_values(self, src.key) if j is None and src.key in self.scope.locals else None
+            py = next((v for v in outside or [] if _python_value(v, self.an, 1)), None)
+            if py is not None:  # `x_adv = -2.0` before a loop that steps it (an adversarial run: watch raised)
+                raise Refuse("TFG126", f"`{src.key}` may hold a Python or numpy value at the call (`{self._code(py)}`, "
+                                       f"line {self.an.line(py)}): TF1 differentiated a new constant made from it "
+                                       "(None), and a tape cannot watch it; make it a tensor (tf.constant)")
             root = src.key.split(".")[0]
             table = self.an.rebinders(self.scope.func if self.scope.func is not None and root in self.scope.locals
                                       else None)
@@ -195,7 +201,7 @@ class WatchProof:
                 return kinds.pop() if len(kinds) == 1 else "unknown"
             if value is None:
                 return "unknown"
-            return _py_func_kind(value, self.an.qn) or value_kind(value, self.an.qn, self.an.one_output)
+            return py_func_kind(value, self.an.qn) or value_kind(value, self.an.qn, self.an.one_output)
         if "." in key:
             return "unknown"
         sc = self.scope
@@ -214,27 +220,6 @@ class WatchProof:
             return kinds.pop() if len(kinds) == 1 else "unknown"
         return function_kind(self, key)  # bound only before the block, or stepped later in a loop
 
-
-
-#: Python-function ops: one op, but a list of tensors when ``Tout`` (their third argument) is a list
-_PY_FUNCS = frozenset({"tensorflow.py_func", "tensorflow.py_function", "tensorflow.numpy_function",
-                       "tensorflow.script_ops.eager_py_func"})
-
-
-def _py_func_kind(value: cst.BaseExpression, qn) -> Optional[str]:
-    """``tf.py_function(f, [c], [tf.float32])`` is a list of one tensor (an adversarial run: it was
-    taken for a tensor, the tape got ``[x]`` and handed back ``[[g]]``); "tensor" for a single
-    dtype, "unknown" for a ``Tout`` the source does not spell; None for other values."""
-    if not isinstance(value, cst.Call) or tf_name(value, qn) not in _PY_FUNCS:
-        return None
-    args = [a for a in value.args if a.keyword is None]
-    tout = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "Tout"), None)
-    if tout is None and len(args) > 2:
-        tout = args[2].value
-    if isinstance(tout, (cst.List, cst.Tuple)):
-        return "list"
-    return "tensor" if isinstance(tout, cst.Attribute) and dotted(tout) and dotted(tout).split(".")[-1] in (
-        "float16", "float32", "float64", "bfloat16", "complex64", "complex128") else "unknown"
 
 
 #: calls that hand back exactly the values of their one argument, as a list (qualified names)
@@ -354,8 +339,8 @@ def _python_value(value: cst.BaseExpression, an, hops: int = 0, local=None) -> b
             return bool(found) and all(_python_value(v, an, hops + 1, inner) for v, inner in found)
         vals = an.module_values(value.value)
         return bool(vals) and all(v is not None and _python_value(v, an, hops + 1) for v in vals)
-    if isinstance(value, cst.UnaryOperation):
-        return _python_value(value.expression, an, hops, local)
+    if isinstance(value, cst.UnaryOperation):  # `not flag` is a bool whatever `flag` is
+        return isinstance(value.operator, cst.Not) or _python_value(value.expression, an, hops, local)
     if isinstance(value, cst.BinaryOperation):  # `2 * math.pi`
         return _python_value(value.left, an, hops, local) and _python_value(value.right, an, hops, local)
     if isinstance(value, (cst.List, cst.Tuple)):
