@@ -224,15 +224,17 @@ def may_patch_gradients(text: str) -> bool:
     return False
 
 
-def gradients_patch_lines(text: str, tree: Optional[ast.AST] = None) -> list[int]:
+def gradients_patch_lines(text: str, parse=None) -> list[int]:
     """Lines of ``text`` that replace ``tf.gradients`` (:func:`gradients_patch_nodes`); the
-    tree is parsed only when the text search allows a patch, and a file that does not parse
-    has none."""
+    tree is parsed (``parse()``, or ``ast.parse``) only when the text search allows a patch,
+    and a file that does not parse has none."""
     if not may_patch_gradients(text):
         return []
-    if tree is None:
+    if parse is not None:
+        tree = parse()
+    else:
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return []
-    return [n.lineno for n in gradients_patch_nodes(tree, hit_lines(text, _GRADIENTS_WORD))]
+            tree = None
+    return [] if tree is None else [n.lineno for n in gradients_patch_nodes(tree, hit_lines(text, _GRADIENTS_WORD))]

@@ -25,7 +25,7 @@ from migrator.astwalk import code_words, import_statements, statements
 from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds
 from migrator.notebook import notebook_code
 from migrator.patches import (
-    GRAPH_GRADIENT_MAPS, gradients_patch_lines, may_patch_gradients, may_patch_tf, registry_use_lines, tf_api_patch_nodes, word_lines,
+    GRAPH_GRADIENT_MAPS, gradients_patch_lines, may_patch_tf, registry_use_lines, tf_api_patch_nodes, word_lines,
 )
 from migrator.project_calls import CallSite, calls_of, dotted, local_names_for, reexported
 
@@ -314,8 +314,7 @@ class Project:
                 lines = known[p]
             else:
                 text = self.text(p)
-                tree = self.tree(p) if text is not None and may_patch_gradients(text) else None
-                lines = [] if tree is None else gradients_patch_lines(text, tree)
+                lines = [] if text is None else gradients_patch_lines(text, lambda p=p: self.tree(p))
             out += [Location(p, line, "") for line in lines]
         return out
 

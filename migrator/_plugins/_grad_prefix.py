@@ -34,10 +34,9 @@ _DYNAMIC = re.compile(r"\b(globals|locals|vars|setattr|delattr|exec|eval|__dict_
 def prefix_verdict(proof, r: str, sources: list) -> tuple[Optional[str], Optional[str]]:
     """(the proof line that ``r``, a local bound before the block, cannot depend on the sources;
     the reason it may), both None when neither can be shown."""
-    func = proof.scope.func
-    lines = _function_lines(proof.an, func) if func is not None else None
-    if lines is None or _DYNAMIC.search(proof._code(func.body)):
-        return None, None  # a nested def, `match`, or names bound where the lines do not show it
+    func, lines = proof.scope.func, _readable_lines(proof)
+    if lines is None:
+        return None, None
     seeds: set = set()
     made: list = []
     params = set(proof.scope.params)
@@ -93,34 +92,38 @@ def elements_apart(proof, sources: list, k: int) -> Optional[str]:
         if any(isinstance(it.orig, cst.SimpleStatementLine) and isinstance(it.orig.body[0], cst.AugAssign)
                and dotted(it.orig.body[0].target) == src.key
                and isinstance(it.orig.body[0].value, (cst.List, cst.Tuple, cst.ListComp)) for it, _h in lines):
-            return (f"`{src.key}` is extended in place outside the block (`+= [...]`): its elements may be made from "
-                    "each other there, a path TF1's gradient followed and a tape watching each element does not "
-                    "see; make the sources separately, or open the tape where they are made")
+            return f"`{src.key}` is extended in place outside the block (`+= [...]`): its elements" + _MADE_APART
         for value in function_values(proof, src.key) or []:
             if not isinstance(value, (cst.List, cst.Tuple)):
                 continue
             reads = [effects(el.value).reads for el in value.elements]
             for i, el in enumerate(value.elements):
                 seeds: set = set()
-                if not isinstance(el.value, cst.Name) or _bound_values(
-                        _function_lines(proof.an, proof.scope.func), el.value.value, set(), seeds) is None:
+                if not isinstance(el.value, cst.Name) or _bound_values(lines, el.value.value, set(), seeds) is None:
                     seeds = set(reads[i])  # an expression: what it reads
-                made = _flow(_function_lines(proof.an, proof.scope.func), seeds, None)
+                made = _flow(lines, seeds, None)
                 if any(j != i and touches(made, reads[j]) for j in range(len(reads))):
-                    return (f"the elements of `{src.key}` (line {proof.an.line(value)}) may be made from each "
-                            "other outside the block, a path TF1's gradient followed and a tape watching each "
-                            "element does not see; make the sources separately, or open the tape where they are made")
+                    return f"the elements of `{src.key}` (line {proof.an.line(value)})" + _MADE_APART
     return None
+
+
+_MADE_APART = (" may be made from each other outside the block, a path TF1's gradient followed and a tape watching "
+               "each element does not see; make the sources separately, or open the tape where they are made")
 
 
 def function_values(proof, key: str) -> Optional[list]:
     """Every value local ``key`` is bound to anywhere in the function (following plain names), or
     None when that cannot be read from the function's lines."""
+    lines = _readable_lines(proof)
+    return None if lines is None else _bound_values(lines, key, set(proof.scope.params), set())
+
+
+def _readable_lines(proof) -> Optional[list]:
+    """The function's lines, or None at module level, or where a nested def, `match`, `except*`
+    or names bound where the lines do not show it (`globals()`, `setattr`, `global`) hide some."""
     func = proof.scope.func
     lines = _function_lines(proof.an, func) if func is not None else None
-    if lines is None or _DYNAMIC.search(proof._code(func.body)):
-        return None
-    return _bound_values(lines, key, set(proof.scope.params), set())
+    return None if lines is None or _DYNAMIC.search(proof._code(func.body)) else lines
 
 
 def function_kind(proof, key: str) -> str:
