@@ -337,6 +337,7 @@ class FileContext:
             wrapper = TFMetadataWrapper(module, unsafe_skip_copy=module is self.parsed)
             wrapper.tf_imports = self.project_tf_names
             wrapper.tf_rebound = self.rebound_elsewhere
+            wrapper.tf_starred = self.starred_tf_names if "import *" in self.source else None
             held = self._wrappers[id(module)] = (module, wrapper)
         return held[1]
 
@@ -348,6 +349,16 @@ class FileContext:
         from migrator.project_tf import rebound_elsewhere
 
         return rebound_elsewhere(project_for(self.index), self.path, heads)
+
+    def starred_tf_names(self, head: str):
+        """What only this file's star imports of project modules bind ``head`` to (``tf`` from
+        ``from ops import *``), when that is TF; else None."""
+        if not getattr(self.index, "root", None):
+            return None
+        from migrator.project import project_for
+        from migrator.project_star import starred_tf_names
+
+        return starred_tf_names(project_for(self.index), self.path, head)
 
     def project_tf_names(self) -> dict:
         """TF names this file imports from project modules (``from .backend import tf``)."""

@@ -89,6 +89,16 @@ def _submodule_named(path: str, name: str) -> bool:
                                       or os.path.isdir(os.path.join(base, name)))
 
 
+def starred_tf_names(project, path: str, head: str) -> Optional[set]:
+    """The TF names ``head`` stands for in ``path``, which binds it nowhere itself (TobiasLee's
+    models: ``tf`` comes only from ``from utils.prepare_data import *``): every star import of
+    the file hands on one TF name or nothing, and no other file may rebind it there."""
+    names = tf_binding(project, os.path.abspath(path), head, stars=star_binding)
+    if not names or rebound_elsewhere(project, path, {head}):
+        return None
+    return names
+
+
 def star_rebinding(project, here: str, source: str, heads: set) -> Optional[str]:
     """Why a project star import of file ``here`` may bind one of ``heads`` (the names its
     gradient calls are spelled with) to something else than this file's own TF import; None

@@ -181,15 +181,33 @@ def dynamic_bindings(tree: ast.Module, stars: bool = True) -> bool:
 
 def _only_local_dynamics(tree: ast.Module) -> bool:
     """The module's dynamic bindings are ones that cannot reach another module's names: a
-    walrus, ``del`` of a local, ``match``, ``globals()``/``locals()`` of its own."""
+    walrus, ``del`` of a local, ``match``, ``globals()``/``locals()`` of its own, ``vars(args)``
+    only read (PhysNet's ``for arg in vars(args)``), a method named ``eval`` (``summary.eval()``)."""
+    read_vars = {id(n.iter) for n in ast.walk(tree) if isinstance(n, (ast.For, ast.comprehension))}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in ("__dict__", "modules"):
             return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in _READ_METHODS and _is_call_of(node.func.value, "vars"):
+            read_vars.add(id(node.func.value))
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            called = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
-            if called in ("import_module", "reload", "vars", "exec", "eval", "__import__"):
+            if getattr(node.func, "attr", None) in ("import_module", "reload"):
                 return False
+            if isinstance(node.func, ast.Name) and node.func.id in ("import_module", "reload", "exec", "eval",
+                                                                    "__import__"):
+                return False
+            if _is_call_of(node, "vars") and id(node) not in read_vars:
+                return False  # `vars(m)[k] = v`, `vars(m).update(...)`, or handed to code that may
     return True
+
+
+#: dict methods that only read (``vars(args).items()``)
+_READ_METHODS = frozenset({"items", "keys", "values", "get", "copy"})
+
+
+def _is_call_of(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
 def tf_module_name(imported: dict) -> Optional[str]:
@@ -209,7 +227,9 @@ def rebound_elsewhere(project, path: str, heads: set) -> set:
         return set()
     here = os.path.abspath(path)
     files: set = set()
-    for word in sorted(heads) + ["modules", "setattr", "__dict__", "import_module"]:
+    # a file naming none of these cannot rebind them (`fill(vars(m))` names none of the heads)
+    for word in sorted(heads) + ["modules", "setattr", "__dict__", "import_module", "reload", "vars", "exec", "eval",
+                                 "__import__"]:
         hits = project.grep(word.encode())
         if hits is None:
             return set(heads)  # the project is too big to look through: any of them may be

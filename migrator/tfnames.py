@@ -58,9 +58,12 @@ class _ScopeNames:
     or ``if ...: tf = tf.compat.v1`` after the import) also stands for what it is bound to:
     libcst's names stop at an assignment, and real code was not reported at all."""
 
-    def __init__(self, scopes, module: Optional[cst.Module] = None, imported=None, rebound=None) -> None:
+    def __init__(self, scopes, module: Optional[cst.Module] = None, imported=None, rebound=None,
+                 starred=None) -> None:
         self._scopes = scopes
         self._names: dict = {}
+        self._starred = starred  # head -> TF names only star imports of project modules bind it to
+        self._star_hits: dict = {}
         self._aliases = _tf_aliases(module, scopes) if module is not None else {}
         if self._aliases and rebound is not None:  # another module may rebind them (`m.grad = f`)
             for head in rebound(set(self._aliases)):
@@ -72,6 +75,8 @@ class _ScopeNames:
         """TF re-exported by project modules this file imports from (asked on first use)."""
         if self._imported is None:
             self._imported = self._imported_fn() if self._imported_fn is not None else {}
+        if self._star_hits:  # `tf` from `from ops import *` (keys no qualified name starts with)
+            return {**self._imported, **{"*" + h: (names, h) for h, names in self._star_hits.items() if names}}
         return self._imported
 
     def get(self, node, default=None):
@@ -80,8 +85,22 @@ class _ScopeNames:
             scope = self._scopes.get(node)
             if scope is None:
                 return default
-            names = self._names[node] = self._expand(scope.get_qualified_names_for(node))
+            names = self._expand(scope.get_qualified_names_for(node))
+            if not names and self._starred is not None:
+                names = self._from_star(node)
+            self._names[node] = names
         return names
+
+    def _from_star(self, node) -> set:
+        """A name no scope binds: what the project's star imports bind it to, if only TF."""
+        chain = dotted(node)
+        if chain is None:
+            return set()
+        head, _, rest = chain.partition(".")
+        if head not in self._star_hits:
+            self._star_hits[head] = self._starred(head) or set()
+        return {QualifiedName(t + ("." + rest if rest else ""), QualifiedNameSource.IMPORT)
+                for t in self._star_hits[head]}
 
     def __getitem__(self, node):
         names = self.get(node)
@@ -233,14 +252,15 @@ class LazyQualifiedNameProvider(BaseMetadataProvider):
 
     def _gen(self, wrapper):  # the resolved mapping itself is lazy: no per-node pass
         return _ScopeNames(wrapper.resolve(ScopeProvider), wrapper.module, getattr(wrapper, "tf_imports", None),
-                           getattr(wrapper, "tf_rebound", None))
+                           getattr(wrapper, "tf_rebound", None), getattr(wrapper, "tf_starred", None))
 
 
 class TFMetadataWrapper(MetadataWrapper):
     """A ``MetadataWrapper`` that carries what the project says this file's imports are
-    (``tf_imports``: a callable, see :mod:`migrator.project_tf`)."""
+    (``tf_imports``: a callable, see :mod:`migrator.project_tf`; ``tf_starred``: see
+    :func:`migrator.project_star.starred_tf_names`)."""
 
-    __slots__ = ("tf_imports", "tf_rebound")
+    __slots__ = ("tf_imports", "tf_rebound", "tf_starred")
 
 
 class QualifiedNames:

@@ -810,3 +810,90 @@ def test_an_alias_another_module_may_rebind_is_no_alias(tmp_path, helper):
                                    "def f(x):\n    y = x * tf.sin(x)\n    return grad(y, x)[0]\n")
     res = run([main])["m.py"]
     assert not any(s.status == MIGRATED for s in res.sites)
+
+
+_STAR_ONLY_USER = _DCGAN_USER.replace("import tensorflow as tf\n", "import numpy as np\n")
+
+
+@pytest.mark.parametrize("ops", [_OPS, _OPS.replace("import tensorflow as tf", "import tensorflow.compat.v1 as tf")])
+def test_tf_that_only_a_star_import_binds_is_tf(tmp_path, ops):
+    """TobiasLee's text classifiers never import TensorFlow: `tf` comes from `from utils.prepare_data
+    import *` alone (a whole-repository corpus: every site was TFG128).  The tape is spelled with
+    that `tf` and no import is added.  Checked by numbers: fixtures/grad_tf_only_from_star_import."""
+    write(tmp_path, "ops.py", ops)
+    write(tmp_path, "utils.py", "x = 1\n")
+    main = write(tmp_path, "gan.py", _STAR_ONLY_USER)
+    (site,) = run([main])["gan.py"].sites
+    assert site.status == MIGRATED
+    runner.run([main], runner.RunOptions(jobs=1))
+    out = open(main).read()
+    assert "with tf.GradientTape() as tape:" in out and "import tensorflow" not in out
+
+
+@pytest.mark.parametrize("ops, utils, other", [
+    (_OPS, "class tf:\n    gradients = None\n", None),
+    (_OPS, None, None),  # utils.py not found: unknown
+    (_OPS, "import numpy as tf\n", None),
+    (_OPS, "from keras.backend import *\n", None),  # a library that may export a `tf`
+    (_OPS + "\n\ndef __getattr__(name):\n    return 1\n", "x = 1\n", None),
+    (_OPS + "globals()['tf'] = 1\n", "x = 1\n", None),
+    (_OPS + "tf = None\n", "x = 1\n", None),
+    (_OPS, "x = 1\n", "import gan\ngan.tf = 1\n"),  # another file writes the user's own `tf`
+    (_OPS, "x = 1\n", "import ops\nops.tf = 1\n"),
+    (_OPS, "x = 1\n", "import gan\nsetattr(gan, 'tf', 1)\n"),
+    (_OPS, "x = 1\n", "import gan\nvars(gan)['tf'] = 1\n"),
+])
+def test_tf_from_a_star_import_that_may_be_something_else_is_refused(tmp_path, ops, utils, other):
+    write(tmp_path, "ops.py", ops)
+    if utils is not None:
+        write(tmp_path, "utils.py", utils)
+    if other is not None:
+        write(tmp_path, "patcher.py", other)
+    main = write(tmp_path, "gan.py", _STAR_ONLY_USER)
+    (site,) = run([main])["gan.py"].sites
+    assert site.code == "TFG128", site
+
+
+@pytest.mark.parametrize("user", [
+    _STAR_ONLY_USER + "globals()['tf'] = 1\n",
+    _STAR_ONLY_USER + "del tf\n",
+    _STAR_ONLY_USER + "from mylib import *\n",  # a library's star import: it may export a `tf`
+    _STAR_ONLY_USER.replace("def penalty():", "def penalty(tf=None):"),
+])
+def test_a_user_file_that_may_bind_tf_itself_is_refused(tmp_path, user):
+    write(tmp_path, "ops.py", _OPS)
+    write(tmp_path, "utils.py", "x = 1\n")
+    main = write(tmp_path, "gan.py", user)
+    sites = run([main])["gan.py"].sites
+    assert [s.code for s in sites] == ["TFG128"], sites
+
+
+@pytest.mark.parametrize("other, refused", [
+    ("import ops\n\n\ndef show(args):\n    for arg in vars(args):\n        print(arg)\n", False),  # PhysNet's train.py
+    ("import ops\nprint(sorted(k for k in vars(args)))\n", False),
+    ("import ops\nfor k, v in vars(args).items():\n    print(k, v)\n", False),
+    ("import ops\nsummary = ops.lrelu(1.0)\nprint(summary.eval())\n", False),  # a tensor's .eval()
+    ("import ops\nvars(ops).update(tf=1)\n", True),
+    ("import ops\nfill(vars(ops))\n", True),  # handed to code that may write it
+    ("import ops\nd = vars(ops)\nd['tf'] = 1\n", True),
+    ("import ops\neval('setattr(ops, \"tf\", 1)')\n", True),
+    ("import ops\nexec('ops.tf = 1')\n", True),
+    ("import ops\nimport importlib\nimportlib.reload(ops)\n", True),
+])
+def test_reads_of_vars_and_tensor_eval_elsewhere_do_not_block_a_star_import(tmp_path, other, refused):
+    """PhysNet's `for arg in vars(args)` and `nn_summary_op.eval()` in train.py made every star
+    import of its layers unknown (TFG128): neither can rebind a module's `tf`."""
+    write(tmp_path, "ops.py", _OPS)
+    write(tmp_path, "utils.py", "x = 1\n")
+    write(tmp_path, "train.py", other)
+    main = write(tmp_path, "gan.py", "import train\n" + _DCGAN_USER)
+    (site,) = run([main])["gan.py"].sites
+    assert (site.code == "TFG128") == refused, site
+
+
+def test_tf_from_a_star_import_of_a_module_outside_the_run_says_so(tmp_path):
+    """UGATIT's utils.py was not in the corpus: the reason named parameters and locals."""
+    write(tmp_path, "ops.py", _OPS)  # its `from utils import *` finds no utils.py
+    main = write(tmp_path, "gan.py", _STAR_ONLY_USER)
+    (site,) = run([main])["gan.py"].sites
+    assert site.code == "TFG128" and "comes only from star imports (`from ops import *` (line 2))" in site.reason

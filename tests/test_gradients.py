@@ -579,6 +579,8 @@ def test_sites_report_original_lines_and_columns():
 @pytest.mark.parametrize("case", FIXTURES, ids=[os.path.basename(c) for c in FIXTURES])
 def test_fixture_is_idempotent_and_manual_ones_are_untouched(case):
     before = open(os.path.join(case, "before.py")).read()
+    if os.path.exists(os.path.join(case, "ops.py")) and "import tensorflow" not in before:
+        pytest.skip("TF comes only from the helper modules: tests/test_golden.py runs it with them")
     after = open(os.path.join(case, "after.py")).read()
     out, sites = migrate_text(before)
     assert out == after

@@ -4,6 +4,9 @@ values made outside this block (`x`)", and DDPG's critic (``self.model, self.act
 self.create_critic_network(...)``) as "`self.model.output` may be changed in place"."""
 from __future__ import annotations
 
+import textwrap
+
+from migrator.pipeline import migrate_text
 from one_site import manual, migrated
 
 
@@ -75,3 +78,57 @@ def test_one_call_that_makes_the_source_alone_still_migrates():
             return tf.gradients(a, b)
         """)
     assert "GradientTape" in out
+
+
+_AGENT = """\
+    import tensorflow as tf
+
+    class Agent(object):
+        def __init__(self, sess):
+            self.sess = sess
+            self._build_losses()
+            self._build_solvers()
+
+        def _build_losses(self):
+            self.x = tf.placeholder(tf.float32, [None, 3])
+            w = tf.Variable(tf.ones([3, 1]))
+            self._critic_loss_tf = tf.reduce_sum(tf.matmul(self.x, w))
+            self._actor_loss_tf = tf.reduce_sum(tf.matmul(self.x, w) ** 2)
+
+        def _tf_vars(self, scope):
+            return tf.trainable_variables(scope)
+
+        def _build_solvers(self):
+            critic_vars = self._tf_vars('critic')
+            self._critic_grad_tf = tf.gradients(self._critic_loss_tf, critic_vars)
+            self._critic_solver = Solver(self.sess, critic_vars)
+            CALL
+            actor_vars = self._tf_vars('actor')
+            self._actor_grad_tf = tf.gradients(self._actor_loss_tf, actor_vars)
+
+    class Solver(object):
+        def __init__(self, sess, vars):
+            self.sess = sess
+    """
+
+
+def test_a_target_another_method_sets_is_named_with_that_method():
+    """DeepMimic's agents: the losses come from `_build_losses`; the reasons said "may be changed in
+    place inside the tape (line 20)" and "line 20 runs code on `self` that may set or fill
+    `self.sess`", naming the session handed to a solver."""
+    src = textwrap.dedent(_AGENT.replace("CALL", "pass"))
+    out, sites = migrate_text(src)
+    assert out == src and [s.code for s in sites] == ["TFG120", "TFG120"], sites
+    assert "`self._critic_loss_tf` is an attribute set outside `_build_solvers`, before it is called (in " \
+           "`_build_losses`, line 12)" in sites[0].reason
+    assert "`self._actor_loss_tf` is an attribute set outside `_build_solvers`, before it is called (in " \
+           "`_build_losses`, line 13)" in sites[1].reason
+
+
+def test_a_target_set_by_a_method_called_here_is_not_said_to_come_from_elsewhere():
+    """`self._build_losses()` inside the function may set the target afresh: TFG120's "set outside"
+    would not be true of it."""
+    src = textwrap.dedent(_AGENT.replace("CALL", "self._build_losses()"))
+    out, sites = migrate_text(src)
+    assert out == src and sites[1].code == "TFG130", sites[1]
+    assert "set outside" not in sites[1].reason

@@ -4,7 +4,8 @@
 branch. A tape spelled ``tf.GradientTape`` is still right inside a function whose own call was
 spelled ``tf.gradients``: the function reads the global ``tf`` that the call read, and the call
 ran only where that import had. Adding ``import tensorflow as tf_1`` instead made the module
-unimportable without TensorFlow (a held-out corpus) and read badly.
+unimportable without TensorFlow (a held-out corpus) and read badly.  ``tf`` that only a
+project's star import binds (``from utils.prepare_data import *``) is that name too.
 """
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
+from migrator.model import HESSIANS, TF_GRADIENTS
 from migrator.project_tf import tf_module_name
-from migrator.tfnames import TF_MODULES, normalize
+from migrator.tfnames import TF_MODULES, dotted, normalize
 
 
 def file_tf_alias(rewrite) -> Optional[str]:
@@ -25,6 +27,12 @@ def file_tf_alias(rewrite) -> Optional[str]:
         if found is not None:
             return found
     return guarded_alias([node for node, _ in rewrite.find.calls], rewrite.wrapper)
+
+
+def starred_heads(qn) -> set:
+    """Names only a star import of a project module binds, to TF (``tf`` after ``from ops import *``)."""
+    imported = qn.imported() if hasattr(qn, "imported") else {}
+    return {bound for key, (_names, bound) in imported.items() if key.startswith("*")}
 
 
 def guarded_alias(calls: list, wrapper) -> Optional[str]:
@@ -59,3 +67,30 @@ def _imports_tf(binding, name: str) -> bool:
         if bound == name:
             return normalize(full) in TF_MODULES and (alias.asname is not None or full == "tensorflow")
     return False
+
+
+def report_unrewritable(rewrite) -> None:
+    """Calls reported and never rewritten: keras.backend.gradients (graph-only), ``tf.gradients``
+    where ``tf`` may not be TF (a parameter, a local, a name also bound otherwise), and
+    ``tf.gradients`` used as a value."""
+    f = rewrite.find
+    for node in f.keras:
+        rewrite._site(node, TF_GRADIENTS, "TFG127", "keras.backend.gradients only works in graph mode; compute "
+                                                    "the loss inside a tf.GradientTape where the model is called")
+    stars = [st for st in rewrite.module.body if isinstance(st, cst.SimpleStatementLine) for small in st.body
+             if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)]
+    for node in f.unresolved:
+        head = dotted(node.func.value)
+        kind = HESSIANS if node.func.attr.value == "hessians" else TF_GRADIENTS
+        if stars and not rewrite.qn.get(node.func.value, set()):  # no binding but what `import *` brings
+            named = ", ".join(f"`{rewrite.code(st.body[0]).strip()}` (line {rewrite.line(st)})" for st in stars[:3])
+            why = (f"`{head}` here comes only from star imports ({named}), which may bind it to something else "
+                   f"than TensorFlow (a module outside the run, a library's, or one binding `{head}` otherwise)")
+        else:
+            why = (f"`{head}` here is not bound only to the tensorflow import (a parameter, a local, a name also "
+                   "bound to something else, or one a star import brings in)")
+        rewrite._site(node, kind, "TFG128", f"{why}, so the migrator cannot tell that `{rewrite.code(node.func)}` is "
+                      "TF's; if it is, import TensorFlow by name and re-run, or rewrite it with a tf.GradientTape by hand")
+    for node in f.values:
+        rewrite._site(node, TF_GRADIENTS, "TFG128", f"`{rewrite.code(node)}` is used as a value, not called; "
+                                                    "call a tf.GradientTape method here by hand")

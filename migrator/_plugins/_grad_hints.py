@@ -133,3 +133,21 @@ def one_origin(proof, c, sources: list) -> Optional[str]:
                     f"follow it; open the tf.GradientTape inside `{func}` around the lines that compute both, or "
                     f"have it return `{src.key}` and compute the targets from it here")
     return None
+
+
+def set_elsewhere(proof, c, at: int) -> Optional[str]:
+    """DeepMimic's ``_build_solvers``: ``tf.gradients(self._actor_loss_tf, vars)`` after calls on
+    ``self`` that may change it in place.  When the targets are attributes this function never
+    binds, and the methods that set them are not called here, the truth to tell is TFG120's: they
+    are computed in another method (the reason named ``self.sess``, which one such call read)."""
+    func = proof.scope.func
+    if func is None:
+        return None
+    body = proof.an.code(func)
+    for y in sorted(c.ys_keys):
+        if not y.startswith(("self.", "cls.")) or any(y in it.fx.assigns for it in proof.flat[:at]):
+            continue
+        setters = attribute_setters(proof.an, func, y)
+        if setters and not any(f"self.{method}(" in body for method, _ in setters):
+            return outside_ys_reason(proof.an, proof.scope, y)
+    return None

@@ -32,7 +32,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
-from migrator._plugins._grad_hints import one_origin, outside_ys_reason, where_to_open
+from migrator._plugins._grad_hints import one_origin, outside_ys_reason, set_elsewhere, where_to_open
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
 from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
@@ -187,7 +187,7 @@ class Prover(WatchProof, CallsProof):
                 raise Refuse("TFG125", f"`{name}` is computed before the loop that holds this call (or is its loop "
                                        "variable); open the tape inside the loop around the computation of each "
                                        "value, or one persistent tape around the forward pass before the loop")
-            raise Refuse("TFG120", self._outside_ys_reason(name))
+            raise Refuse("TFG120", outside_ys_reason(self.an, self.scope, name))
         written: set = set()
         for i in sorted(S):
             if isinstance(self.flat[i].orig, cst.FunctionDef):
@@ -195,7 +195,7 @@ class Prover(WatchProof, CallsProof):
             comes_in = {key for key in c.ys_keys if key in self.flat[i].exposed_reads and not touches(written, {key})}
             if comes_in:
                 name = sorted(comes_in)[0]
-                raise Refuse("TFG120", self._outside_ys_reason(name, read_at=self.line(i)))
+                raise Refuse("TFG120", outside_ys_reason(self.an, self.scope, name, self.line(i)))
             written |= self.flat[i].fx.writes
         if all(self.flat[i].inert for i in S):
             raise Refuse("TFG126", f"`{', '.join(sorted(c.ys_keys))}` is computed from literals only in this block, "
@@ -205,9 +205,6 @@ class Prover(WatchProof, CallsProof):
     def _gradient_cut(self, S: list) -> Optional[str]:
         nodes = [self.flat[i].node for i in S]
         return gradient_cut(self.an, [n for n in nodes if n is not None], self._code, self.keys)
-
-    def _outside_ys_reason(self, name: str, read_at: Optional[int] = None) -> str:
-        return outside_ys_reason(self.an, self.scope, name, read_at)
 
     def _where_to_open(self, name: str) -> str:
         return where_to_open(self.scope, name)
@@ -351,6 +348,8 @@ class Prover(WatchProof, CallsProof):
                 break
             if not self.flat[j].inert and touches(self.flat[j].fx.writes, {r}):
                 break
+        if elsewhere := set_elsewhere(self, c, c.item):
+            raise Refuse("TFG120", elsewhere)
         whole = next((m for i in range(s, at) for m in sorted(self.flat[i].fx.mutates)
                       if r.startswith(m + ".") and touches({m}, {r})), None)
         if whole is not None:  # `self.build(x)`, then `self.out`: the call may as well set it afresh

@@ -42,7 +42,7 @@ from migrator._plugins._grad_callers import (
     source_structure,
 )
 from migrator._plugins._grad_methods import attribute_evidence, closed_method, method_param_structure, method_verdict
-from migrator._plugins._grad_alias import file_tf_alias
+from migrator._plugins._grad_alias import file_tf_alias, report_unrewritable, starred_heads
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import BlockScope, Call, Item, Refuse
 from migrator._plugins._grad_home import home
@@ -108,23 +108,13 @@ class GradientRewrite:
         if f.tf_alias is None:  # `from .backend import tf`, `if HAS_TF: import tensorflow as tf`
             f.tf_alias = file_tf_alias(self)
         self.pos = self.wrapper.resolve(PositionProvider)
-        for node in f.keras:
-            self._site(node, TF_GRADIENTS, "TFG127", "keras.backend.gradients only works in graph mode; compute "
-                                                     "the loss inside a tf.GradientTape where the model is called")
-        for node in f.unresolved:
-            head = dotted(node.func.value)
-            kind = HESSIANS if node.func.attr.value == "hessians" else TF_GRADIENTS
-            self._site(node, kind, "TFG128", f"`{head}` here is not bound only to the tensorflow import (a parameter, "
-                       "a local, a name also bound to something else, or one a star import brings in), so the migrator "
-                       f"cannot tell that `{self.code(node.func)}` is TF's; if it is, import TensorFlow by name and "
-                       "re-run, or rewrite it with a tf.GradientTape by hand")
-        for node in f.values:
-            self._site(node, TF_GRADIENTS, "TFG128", f"`{self.code(node)}` is used as a value, not called; "
-                                                     "call a tf.GradientTape method here by hand")
+        report_unrewritable(self)  # keras.backend.gradients, `tf` not only TF, tf.gradients as a value
         if not f.calls:
             return self.module
-        # only library imports are constants: a project module's global may be a tensor (`model.logits`)
-        self.imported = f.imported & library_imports(self.module, local_module_names(self.ctx.path, self.ctx.index.root))
+        # only library imports (and TF from a project's star import) are constants: a project
+        # module's global may be a tensor (`model.logits`)
+        libs = library_imports(self.module, local_module_names(self.ctx.path, self.ctx.index.root))
+        self.imported = f.imported & libs | starred_heads(self.qn)
         self.constants = module_constants(f.variables, f.defs, self.imported, self.qn)
         self.closed = Closedness(f.defs, self.constants, self.imported, self.qn)
         self.calls = [self._prepare(node, kind) for node, kind in f.calls]
