@@ -199,6 +199,8 @@ def test_cross_file_registration_is_reported_with_its_location(tmp_path):
     assert (tmp_path / "user.py").read_text() == user
     (site,) = by_name["user.py"].sites
     assert site.code == "TFG106" and "grads.py:4" in site.reason
+    # true of a file in the run: it said "pass the file that registers it in the same run" to a run that had
+    assert "same run" not in site.reason and "move the registration into this file" in site.reason
     # the registration stays: the other file still needs it
     assert "RegisterGradient" in (tmp_path / "grads.py").read_text()
 

@@ -55,7 +55,7 @@ TFG122, since a tape would ignore it).  Each migrated site lists its proofs
 4. **Link each value to its gradient.** Built-in targets (`Identity`,
    `StopGradient`, `Neg`, `Sign`, `Floor`/`Round`/`Ceil`/`Rint`, `Add`/`AddV2`)
    are inlined with TF's exact semantics (§2.3); a registered name is linked to
-   its `RegisterGradient` in the same file (elsewhere: TFG106).
+   its `RegisterGradient` in the same file (elsewhere: TFG106, whose reason names the file).
 5. **Find every op of a mapped type the block makes, exactly.** Through the op
    table (`tools/gen_op_table.py`) and its variants (`tools/gen_op_variants.py`):
    the op a call makes can depend on the dtype (a cast to the same dtype makes

@@ -448,8 +448,9 @@ class Prover:
         elsewhere = self.ctx.index.registrations.get(ref[1], []) if ref[0] == "lit" else []
         elsewhere = [r for r in elsewhere if r.path != self.ctx.path]
         if elsewhere:
-            raise Refuse("TFG106", f"gradient {label} is registered in {elsewhere[0].path}:{elsewhere[0].line}; "
-                                   "cross-file overrides are migrated by hand for now")
+            raise Refuse("TFG106", f"gradient {label} is registered in another file ({elsewhere[0].path}:"
+                                   f"{elsewhere[0].line}), and the migrator does not rewrite an override across "
+                                   "files; move the registration into this file and re-run, or migrate by hand")
         if ref[0] == "lit" and ref[1] in optable.all_op_types():
             raise Refuse("TFG106", f"{label} names TF's own gradient of the {label} op, which the migrator inlines only "
                                    f"for {', '.join(sorted(BUILTIN_TARGETS))}; write that gradient as a "
