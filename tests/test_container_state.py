@@ -558,3 +558,67 @@ def test_a_value_only_a_call_may_change_is_not_said_to_be_changed():
     # both come out of `self.build(...)`: that is the reason now, and nothing claims a change in place
     assert "`self.model` and the source `self.action` both come out of `self.build(...)` (line 7)" \
         in sites[0].reason and "changed in place" not in sites[0].reason, sites[0].reason
+
+
+_BOUND_BY_A_CALL = """\
+    import tensorflow as tf
+
+
+    class Critic(object):
+        def __init__(self, n):
+            self.n = n
+            self.state = tf.zeros([2, n]) + 1.0
+            x = tf.ones([2, 1]) * 0.5
+            self.model = self.build(self.state, x)
+            EXTRA
+            self.action_grads = tf.gradients(self.model, x)
+
+        def build(self, s, a):
+            self.built = True
+            return tf.reduce_sum(s, axis=1, keepdims=True) * a * a
+    """
+
+
+def test_a_target_bound_from_a_call_on_self_in_the_tape_is_not_bound_outside_it():
+    """`self.model = self.build(...)` inside the tape: the call runs, then `self.model` is bound to
+    what it returned (proved where calls are).  The reason said `self.model` "may be changed in place
+    inside the tape (line 9) but is bound outside it" -- false, it is bound there."""
+    out, sites = migrate_text(textwrap.dedent(_BOUND_BY_A_CALL.replace("EXTRA", "pass")))
+    (site,) = sites
+    assert "bound outside it" not in site.reason and "may set or fill `self.model`" not in site.reason, site
+
+
+
+_REBOUND_LATER = """\
+    import tensorflow as tf
+
+
+    class Critic(object):
+        def grads(self, x):
+            self.old = x * 5.0
+            return self.step(x)
+
+        def step(self, x):
+            self.model = self.build(x)
+            EXTRA
+            return tf.gradients(self.model, x)
+
+        def build(self, a):
+            return a * a
+
+        def reset(self):
+            self.model = self.old
+    """
+
+
+@pytest.mark.parametrize("extra", [
+    "self.reset()",  # binds `self.model` again, to a tensor made from `x` before the tape: TF1 [5], a tape None
+    "self.model = self.old",
+    "self.__dict__['model'] = self.old",
+    "setattr(self, 'model', self.old)",
+])
+def test_a_target_bound_again_after_its_binding_in_the_tape_is_still_refused(extra):
+    src = textwrap.dedent(_REBOUND_LATER.replace("EXTRA", extra))
+    out, sites = migrate_text(src)
+    (site,) = sites
+    assert out == src and site.status == MANUAL, site

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from migrator._plugins._dataflow import Effects, _lambda_params, _names_in, effects
+from migrator._plugins._dataflow import Effects, _lambda_params, _names_in, effects, touches
 from migrator.naming import used_names
 from migrator.tfnames import dotted
 
@@ -301,4 +301,25 @@ def changes_itself(stmt, key: str) -> bool:
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in CHANGING_METHODS \
                 and dotted(call.func.value) == key:
             return True
+    return False
+
+
+def rebound_in_tape(flat: list, key: str, start: int, end: int) -> bool:
+    """``key`` is rebound by a plain assignment among items ``start..end-1`` (the tape's), and
+    nothing after that changes it in place: ``self.model = self.build(s, a)`` runs the call and
+    then binds ``self.model`` to what it returned, so what ``self.model`` held before the tape
+    does not matter (the call's result is proved where calls are).  ``x += [v]`` keeps ``x``."""
+    for j in range(end - 1, start - 1, -1):
+        it = flat[j]
+        if it.dead:
+            continue
+        if key in it.fx.assigns:
+            stmt = it.orig
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+            names = {dotted(el.value) for t in targets for el in (t.elements if isinstance(t, (cst.Tuple, cst.List))
+                                                                     else [cst.Element(t)])}
+            return key in names
+        if touches(it.fx.writes, {key}):
+            return False  # changed in place (or maybe, through a call) after its last binding
     return False

@@ -38,7 +38,7 @@ from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
 from migrator._plugins._grad_source_blocks import past_source_blocks
-from migrator._plugins._aliases import changes_itself
+from migrator._plugins._aliases import changes_itself, rebound_in_tape
 from migrator._plugins._grad_bjac import check_ranks, gradient_cut, value_reads
 from migrator._plugins._grad_calls import CallsProof
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
@@ -330,7 +330,7 @@ class Prover(WatchProof, CallsProof):
                                     f"depend on {self.src_text}", r)
         for r in sorted(c.ys_keys):  # `tf.gradients(losses, x)` after `losses.append(...)` in the tape
             if touches(written, {r}) and not _within(r, keys) and not all_fresh:
-                self._filled_before(c, r, mutated, s, e)
+                self._filled_before(c, r, mutated, s, e + 1)
         if all_fresh and self.outside:
             c.proof.append("every value the tape reads from outside it was made before the sources")
 
@@ -339,7 +339,7 @@ class Prover(WatchProof, CallsProof):
         but was not bound there: it holds what it held before the tape opened too -- earlier
         loop iterations, the enclosing block, a caller, a module-level list, a default -- which
         the tape never saw (an adversarial run: a running loss list gave [1, 2, 3] for [1, 3, 6])."""
-        if not touches(mutated, {r}):
+        if not touches(mutated, {r}) or rebound_in_tape(self.flat, r, s, at):
             return  # bound in the tape (before it was changed), or not changed in place
         for j in range(s - 1, -1, -1):  # `losses = []` just before the tape: it holds constants only
             if r in self.flat[j].fx.assigns:
@@ -350,6 +350,8 @@ class Prover(WatchProof, CallsProof):
                 break
         if elsewhere := set_elsewhere(self, c, c.item):
             raise Refuse("TFG120", elsewhere)
+        if origin := one_origin(self, c, self.sources_now):
+            raise Refuse("TFG130", origin)
         whole = next((m for i in range(s, at) for m in sorted(self.flat[i].fx.mutates)
                       if r.startswith(m + ".") and touches({m}, {r})), None)
         if whole is not None:  # `self.build(x)`, then `self.out`: the call may as well set it afresh
@@ -360,11 +362,10 @@ class Prover(WatchProof, CallsProof):
                                    f"read it from a local), or open the tape where `{r}` is computed")
         by = next((i for i in range(s, at) if touches(self.flat[i].fx.writes - self.flat[i].fx.assigns, {r})), at)
         how = "is" if changes_itself(self.flat[by].orig, r) else "may be"  # or through an alias, a call
-        raise Refuse("TFG130", one_origin(self, c, self.sources_now) or
-                     f"`{r}` {how} changed in place inside the tape (line {self.line(by)}) but is bound outside it, "
-                     "so it may already hold tensors the tape did not record (from earlier iterations, the enclosing "
-                     "code, a caller or a module-level list); bind it afresh inside the tape, or open the tape where "
-                     "it is first filled")
+        raise Refuse("TFG130", f"`{r}` {how} changed in place inside the tape (line {self.line(by)}) but is bound "
+                               "outside it, so it may already hold tensors the tape did not record (from earlier "
+                               "iterations, the enclosing code, a caller or a module-level list); bind it afresh inside "
+                               "the tape, or open the tape where it is first filled")
 
     def _reaches(self, c: Call, S: list, s: int, e: int, sources: list, all_fresh: bool) -> None:
         """Some line of the tape must read a source on the way to the targets; otherwise every
