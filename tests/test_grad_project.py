@@ -897,3 +897,30 @@ def test_tf_from_a_star_import_of_a_module_outside_the_run_says_so(tmp_path):
     main = write(tmp_path, "gan.py", _STAR_ONLY_USER)
     (site,) = run([main])["gan.py"].sites
     assert site.code == "TFG128" and "comes only from star imports (`from ops import *` (line 2))" in site.reason
+
+
+def test_a_manual_override_elsewhere_is_not_named_by_the_file_s_first_override_line(tmp_path):
+    """An unseen corpus: ZOO_attack.py was refused because "dorefa.py:46 enters gradient_override_map
+    and was left for manual migration" -- line 46 migrated; the one left manual was line 53."""
+    write(tmp_path, "ops.py", """\
+        import tensorflow as tf
+
+
+        def st_round(x):
+            with tf.get_default_graph().gradient_override_map({"Round": "Identity"}):
+                return tf.round(x)
+
+
+        def other(x):
+            with tf.get_default_graph().gradient_override_map({"Sign": "NotRegistered"}):
+                return tf.sign(x)
+        """)
+    write(tmp_path, "user.py", GRAD_USER)
+    write(tmp_path, "main.py", "import ops\nimport user\n")
+    paths = [str(tmp_path / n) for n in ("ops.py", "user.py", "main.py")]
+    results = run(paths)
+    assert [(s.line, s.status) for s in results["ops.py"].sites if s.kind == "override_map"] == \
+        [(5, MIGRATED), (10, MANUAL)]
+    (site,) = results["user.py"].sites
+    assert site.code == "TFG122" and "ops.py:5" not in site.reason, site.reason
+    assert "ops.py enters gradient_override_map where an override was left for manual migration" in site.reason

@@ -76,11 +76,15 @@ def grad_file_refusal(an) -> Optional[Refuse]:
         if an.project.override_entries(other) and an.project.may_run_together(here, other):
             if in_run:
                 an.ctx.index.left_manual(names)  # the answer decides; a file that cannot run with it did not ask
-            where = "is not part of this run" if not in_run else "was left for manual migration"
-            at = an.project.override_entries(other)[0].line
-            return Refuse("TFG122", f"{os.path.basename(other)}:{at} enters gradient_override_map and {where}; it "
-                                    "may be loaded with this file and call into it under the override, which a tape "
-                                    "would ignore: migrate that override first (in the same run), then re-run")
+            # which of its overrides stayed manual is that file's report to tell: its first one may not be
+            # (an unseen corpus: "dorefa.py:46 ... was left for manual migration" named a migrated one)
+            what = f"{os.path.basename(other)}:{an.project.override_entries(other)[0].line} enters " \
+                   "gradient_override_map and is not part of this run" if not in_run else \
+                   f"{os.path.basename(other)} enters gradient_override_map where an override was left for manual " \
+                   "migration (see its report)"
+            return Refuse("TFG122", f"{what}; it may be loaded with this file and call into it under the override, "
+                                    "which a tape would ignore: migrate that override first (in the same run), then "
+                                    "re-run")
     return None
 
 
