@@ -33,7 +33,7 @@ def star_binding(project, importer: str, stmt: ast.ImportFrom, name: str, depth:
         if not stmt.level and root in _PLAIN_LIBRARIES:
             return set()
         return None  # another library, or a project module the run cannot read
-    if depth > 4 or _ambiguous(target) or rebound_elsewhere(project, target, {name}):
+    if depth > 4 or _ambiguous(target) or rebound_elsewhere(project, target, {name}, also_with=importer):
         return None
     tree = project.tree(target)
     if tree is None or dynamic_bindings(tree, stars=False) or _submodule_named(target, name):

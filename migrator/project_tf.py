@@ -219,10 +219,12 @@ def tf_module_name(imported: dict) -> Optional[str]:
     return None
 
 
-def rebound_elsewhere(project, path: str, heads: set) -> set:
+def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] = None) -> set:
     """The module-level ``heads`` of ``path`` (aliases such as ``grad = tf.gradients``) that
     another project file loaded with it may rebind: ``m.grad = f``, ``setattr(m, ...)``, or
-    anything through ``sys.modules`` (an adversarial run: TF1 gave twice the tape's value)."""
+    anything through ``sys.modules`` (an adversarial run: TF1 gave twice the tape's value).
+    ``also_with``: the file that reads them through ``path`` (a star import of it); a file that
+    cannot be loaded with that one cannot change what it reads (darts' train.py, another script)."""
     if not heads:
         return set()
     here = os.path.abspath(path)
@@ -237,7 +239,8 @@ def rebound_elsewhere(project, path: str, heads: set) -> set:
     out: set = set()
     for p in sorted(files - {here}):
         tree = project.tree(p)
-        if tree is None or not project.may_run_together(here, p):
+        if tree is None or not project.may_run_together(here, p) or \
+                also_with is not None and not project.may_run_together(also_with, p):
             continue
         if dynamic_bindings(tree, stars=False) and not _only_local_dynamics(tree):
             out |= set(heads)  # `sys.modules[...]`, `vars(m)`, `importlib.import_module(...).x = `

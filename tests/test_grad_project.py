@@ -924,3 +924,20 @@ def test_a_manual_override_elsewhere_is_not_named_by_the_file_s_first_override_l
     (site,) = results["user.py"].sites
     assert site.code == "TFG122" and "ops.py:5" not in site.reason, site.reason
     assert "ops.py enters gradient_override_map where an override was left for manual migration" in site.reason
+
+
+@pytest.mark.parametrize("script, refused", [
+    ("import ops\nops.tf = 1\n", False),  # another entry point: never loaded with gan.py
+    ("import ops\nprint(eval('ops.%s' % 'tf'))\n", False),  # darts' train.py: eval in another script
+    ("import gan\nimport ops\nops.tf = 1\n", True),  # loads gan.py too: it may rebind what gan.py reads
+    ("import ops\nops.tf = 1\n__import__('gan')\n", True),  # imports by computed name: anything may load
+])
+def test_a_script_that_cannot_run_with_the_importer_does_not_block_its_star_import(tmp_path, script, refused):
+    """darts' train.py (another entry point) runs `eval(...)`: train_search.py's star import of
+    model_search was refused for it.  A module's names are copied where it is loaded; a file never
+    loaded with the importer cannot change them (through another star import, still taken to)."""
+    write(tmp_path, "ops.py", _OPS.replace("from utils import *\n", ""))
+    write(tmp_path, "other_script.py", script)
+    main = write(tmp_path, "gan.py", _DCGAN_USER)
+    (site,) = run([main])["gan.py"].sites
+    assert (site.code == "TFG128") == refused, site
