@@ -132,3 +132,33 @@ def test_a_target_set_by_a_method_called_here_is_not_said_to_come_from_elsewhere
     out, sites = migrate_text(src)
     assert out == src and sites[1].code == "TFG130", sites[1]
     assert "set outside" not in sites[1].reason
+
+
+def test_sources_bound_to_a_graph_collection_are_named_as_such():
+    """vadam's DDPG actor (an unseen corpus): `self.mean_params = tf.get_collection(scope)`, then
+    `tf.gradients(self.scaled_out, self.mean_params, ...)`; the reason named an unrelated attribute
+    (`self.target_network_params`) a method call "may set or fill".  `tvars = tf.trainable_variables()`
+    said "`loss` reaches `tvars` only through values made outside this block"."""
+    manual("""\
+        import tensorflow as tf
+
+        class Actor(object):
+            def __init__(self, scope):
+                self.inputs, self.out = self.build(scope)
+                self.mean_params = tf.get_collection(scope)
+                self.target = self.build("target")
+                self.grads = tf.gradients(self.out, self.mean_params)
+
+            def build(self, scope):
+                x = tf.zeros([2, 3])
+                return x, x * 2.0
+        """, "TFG135", "the sources `self.mean_params` are `tf.get_collection(...)`, a TF1 graph collection")
+    manual("""\
+        import tensorflow as tf
+
+        def f(x):
+            w = tf.Variable(tf.ones([3]))
+            loss = tf.reduce_sum(w * x)
+            tvars = tf.trainable_variables()
+            return tf.gradients(loss, tvars)
+        """, "TFG135", "the sources `tvars` are `tf.trainable_variables(...)`")

@@ -10,7 +10,8 @@ from typing import Optional
 import libcst as cst
 
 from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
-from migrator.tfnames import DYNAMIC_BINDERS
+from migrator._plugins._grad_values import call_kind, calls_in
+from migrator.tfnames import DYNAMIC_BINDERS, dotted
 
 
 def is_generator(fn: cst.FunctionDef) -> bool:
@@ -113,3 +114,22 @@ def rebinders(scope: cst.CSTNode, module_level: bool) -> dict:
 
     scope.visit(V())
     return found
+
+
+def collection_sources(an, c, flat: list) -> Optional[str]:
+    """The sources are bound, in this block, to a read of a TF1 graph collection (vadam's DDPG
+    actor: ``self.mean_params = tf.get_collection(scope1)``), which is empty under TF2: that is
+    the reason to give, before anything the proof finds about the lines between."""
+    elements = c.xs.elements if isinstance(c.xs, (cst.List, cst.Tuple)) else [cst.Element(c.xs)]
+    for key in filter(None, (dotted(el.value) for el in elements)):
+        for it in reversed(flat[:c.item]):
+            if it.dead or key not in it.fx.assigns:
+                continue
+            for call in calls_in(it.orig) if it.orig is not None else ():
+                if call_kind(call, an.qn) == "state" and an.tf_name(call) not in (
+                        "tensorflow.get_variable", "tensorflow.get_local_variable"):
+                    return (f"the sources `{key}` are `{an.code(call.func)}(...)`, a TF1 graph collection, which is "
+                            "empty under TF2 eager, where a tape here would run; use the model's own list "
+                            "(model.trainable_variables) instead, then re-run")
+            break
+    return None

@@ -16,6 +16,7 @@ from migrator._plugins._aliases import type_method_mutations, widen_mutations
 from migrator._plugins._dataflow import Effects, effects, exposed
 from migrator._plugins import _grad_per_index as per_index
 from migrator._plugins._grad_find import chain_items
+from migrator._plugins._grad_hidden import collection_sources
 from migrator._plugins._grad_model import STATE, BlockScope, Call, Group, Item, Refuse
 from migrator._plugins._grad_proof import Prover
 from migrator._plugins._grad_values import is_inert
@@ -147,6 +148,9 @@ class BlockPlanner:
             for c in alive:
                 if c.refused is None:
                     try:
+                        collection = collection_sources(an, c, flat)
+                        if collection:
+                            raise Refuse("TFG135", collection)
                         prover.prove(c)
                         an.check_region(c, flat, scope)
                     except Refuse as r:
