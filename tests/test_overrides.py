@@ -628,3 +628,55 @@ def test_added_code_never_uses_an_import_that_may_not_have_run(imports):
     assert {s.status for s in sites} == {MIGRATED}
     assert "@tfv1.custom_gradient" in out or "@tf_1.custom_gradient" in out
     assert "@tfx." not in out and "@tf.custom_gradient" not in out
+
+
+_CLIP = """\
+import tensorflow as tf
+
+
+@tf.RegisterGradient("PassMin")
+def _pass_min(op, grad):
+    return grad, tf.zeros_like(op.inputs[1])
+
+
+@tf.RegisterGradient("PassMax")
+def _pass_max(op, grad):
+    return grad, tf.zeros_like(op.inputs[1])
+
+
+def clipped(x):
+    y = MAKE
+    with tf.get_default_graph().gradient_override_map({"Minimum": "PassMin", "Maximum": "PassMax"}):
+        return CLIP
+"""
+
+
+@pytest.mark.parametrize("make, clip, expanded", [
+    ("tf.tanh(x) * 3.0", "tf.clip_by_value(y, -1.0, 1.0)", "tf.maximum(tf.minimum(y, 1.0), -1.0)"),
+    ("tf.tanh(x) * 3.0", "tf.clip_by_value(y, clip_value_max=2, clip_value_min=-1, name='c')",
+     "tf.maximum(tf.minimum(y, 2), -1, name='c')"),
+    ("tf.tanh(x) * 3.0", "tf.compat.v1.clip_by_value(y, -1.0, +1.0)", "tf.compat.v1.maximum(tf.compat.v1.minimum(y, +1.0), -1.0)"),
+])
+def test_a_composite_api_under_an_override_is_written_as_its_ops(make, clip, expanded):
+    src = _CLIP.replace("MAKE", make).replace("CLIP", clip)
+    out, sites = migrate(src)
+    assert all(s.status == MIGRATED for s in sites), sites
+    block = next(s for s in sites if s.kind == "override_map")
+    assert f"is written as `{expanded}`" in block.proof[0], block.proof
+
+
+@pytest.mark.parametrize("make, clip", [
+    ("tf.tanh(x) * 3.0", "tf.clip_by_value(y, -1.0, tf.constant(1.0))"),  # a tensor bound may broadcast
+    ("tf.tanh(x) * 3.0", "tf.clip_by_value(y, -1.0, [1.0, 2.0])"),
+    ("tf.tanh(x) * 3.0", "tf.clip_by_value(y, lo, 1.0)"),  # not a literal
+    ("x", "tf.clip_by_value(y, -1.0, 1.0)"),  # a parameter no caller shows: it may be a tf.IndexedSlices
+    ("tf.gradients(tf.reduce_sum(tf.gather(x, [0])), x)[0]", "tf.clip_by_value(y, -1.0, 1.0)"),  # IndexedSlices
+    ("tf.tanh(x) * 3.0", "tf.clip_by_value(y,\n            -1.0, 1.0)"),  # over two lines: lines would move
+    ("tf.tanh(x) * 3.0", "tf.clip_by_value(*[y, -1.0, 1.0])"),
+])
+def test_a_composite_api_the_source_does_not_show_equal_to_its_ops_stays_manual(make, clip):
+    src = _CLIP.replace("MAKE", make).replace("CLIP", clip).replace("def clipped(x):", "def clipped(x, lo=-1.0):")
+    out, sites = migrate(src)
+    assert out == src, out
+    block = next(s for s in sites if s.kind == "override_map")
+    assert block.status == MANUAL

@@ -17,6 +17,7 @@ import libcst as cst
 
 from migrator import optable
 from migrator._plugins._override_args import no_packed_list, op_changing_args, sole_plain_def
+from migrator._plugins._override_composite import expansion_hint
 from migrator._plugins._override_flow import value_at
 from migrator._plugins._override_model import Block, Candidate, Evidence, Refuse, Scope, code, is_literal
 from migrator._plugins._override_opproof import (
@@ -47,11 +48,8 @@ OP_FREE_BUILTINS = {"float", "int", "bool", "str", "len", "range", "print", "isi
 #: methods that are metadata-only on tensors/shapes (unless a project class defines one: _override_implicit)
 OP_FREE_METHODS = {"get_shape", "as_list", "set_shape", "numpy", "format", "append", "join", "items", "keys", "values"}
 
-_OPERATORS = {
-    cst.Multiply: "Multiply", cst.Add: "Add", cst.Subtract: "Subtract", cst.Divide: "Divide",
-    cst.FloorDivide: "FloorDivide", cst.Modulo: "Modulo", cst.Power: "Power",
-    cst.MatrixMultiply: "MatrixMultiply", cst.BitAnd: "BitAnd", cst.BitOr: "BitOr", cst.BitXor: "BitXor",
-}  # fmt: skip
+_OPERATORS = {op: op.__name__ for op in (cst.Multiply, cst.Add, cst.Subtract, cst.Divide, cst.FloorDivide, cst.Modulo,
+                                          cst.Power, cst.MatrixMultiply, cst.BitAnd, cst.BitOr, cst.BitXor)}
 _SYMBOL = {"Multiply": "*", "Add": "+", "Subtract": "-", "Divide": "/", "FloorDivide": "//", "Modulo": "%",
            "Power": "**", "MatrixMultiply": "@", "BitAnd": "&", "BitOr": "|", "BitXor": "^", "Minus": "unary -"}
 _AMBIGUOUS = "TFG111"
@@ -260,7 +258,7 @@ class OpScanner:
             return  # constants in, constants out: no gradient path runs through these ops
         possible = possible_for(vals)
         self._closed_world(vals, possible, possible_for, emap, direct, label, scope)
-        verdict = self._verdict(possible, emap, direct, label, labels)
+        verdict = self._verdict(possible, emap, direct, label, labels, api=name)
         if verdict is None:
             return
         self.ev.prove(f"`{verdict}` made by {label} ({facts_text(possible)}; op table entry {name})")
@@ -295,7 +293,7 @@ class OpScanner:
                        f"{label} makes no op of a mapped type only for what the project's callers pass ({where}); "
                        "a caller elsewhere (an importer, a test) may pass a dtype, rank or tensor for which it does")
 
-    def _verdict(self, possible: Possible, emap, direct: bool, label: str, labels: list[str]) -> Optional[str]:
+    def _verdict(self, possible: Possible, emap, direct: bool, label: str, labels: list[str], api="") -> Optional[str]:
         """The mapped op type this call makes and can be wrapped as, or None for none."""
         verdict = decide(possible, emap, direct)
         if verdict.kind == "none":
@@ -307,7 +305,8 @@ class OpScanner:
             return None
         if verdict.kind == "inside":
             raise Refuse("TFG108", f"{label} creates {', '.join(sorted({t for ops in possible.lists for t in ops}))} "
-                                   f"internally; the {verdict.op_type} op inside it cannot be wrapped from the call site")
+                                   f"internally; the {verdict.op_type} op inside it cannot be wrapped from the call site"
+                                   + expansion_hint(api))
         if verdict.kind == "op":
             return verdict.op_type
         # the op made depends on what the source does not show
