@@ -39,6 +39,14 @@ def gradients_patch_nodes(tree: ast.AST, lines: Optional[list[int]] = None) -> l
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
                 and node.args[1].value in GRADIENT_ENTRY_POINTS:
             out.append(node)
+        # `tf.__setattr__("gradients", f)`, `put = setattr; put(tf, "gradients", f)` (an adversarial run)
+        if isinstance(node, ast.Call) and (
+                isinstance(node.func, ast.Attribute) and node.func.attr == "__setattr__" and node.args
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value in GRADIENT_ENTRY_POINTS
+                or len(node.args) == 3 and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in GRADIENT_ENTRY_POINTS
+                and not (isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr", "setattr"))):
+            out.append(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
                 and _is_namespace(node.func.value) \
                 and (any(isinstance(k, ast.Constant) and k.value in GRADIENT_ENTRY_POINTS

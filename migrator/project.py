@@ -16,7 +16,9 @@ Nothing here imports TensorFlow or libcst.
 from __future__ import annotations
 
 import ast
+import io
 import os
+import tokenize
 import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
@@ -106,7 +108,7 @@ class Project:
                 if not os.path.isfile(path) or os.path.getsize(path) > MAX_BYTES:
                     raise OSError("not a regular file, or too big")  # a FIFO named *.py would block
                 with open(path, "rb") as fh:
-                    self._text[path] = fh.read().decode("utf-8-sig", "replace")
+                    self._text[path] = _decode(fh.read())
                 if path.endswith(".ipynb"):  # a notebook's code cells, as one module
                     self._text[path] = notebook_code(self._text[path])
             except (OSError, FileError):
@@ -448,3 +450,13 @@ def project_for(index) -> Project:
         _PROJECTS.clear()
         held = _PROJECTS[key] = (index, Project(getattr(index, "root", None), getattr(index, "sources", {})))
     return held[1]
+
+
+def _decode(raw: bytes) -> str:
+    """A file's text as Python reads it: its PEP 263 cookie decides (a ``# coding: utf-7`` file
+    turned a comment into code: an adversarial run); UTF-8 otherwise."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        return raw.decode(encoding, "replace")
+    except (SyntaxError, LookupError, UnicodeError):
+        return raw.decode("utf-8-sig", "replace")

@@ -28,6 +28,8 @@ def star_binding(project, importer: str, stmt: ast.ImportFrom, name: str, depth:
     """The TF names ``stmt`` (``from M import *`` in ``importer``) may bind ``name`` to: empty
     when it binds nothing of that name, None when it may bind something else or cannot be told."""
     target = project.resolve(stmt.module or "", stmt.level, importer)
+    if target is not None and not stmt.level and _found_twice(project, stmt.module or "", importer):
+        return None  # `from ops import *` in pkg/: Python 3 finds the root's ops.py, the index the one beside
     if target is None:
         root = (stmt.module or "").split(".")[0]
         if not stmt.level and root in _PLAIN_LIBRARIES:
@@ -38,8 +40,11 @@ def star_binding(project, importer: str, stmt: ast.ImportFrom, name: str, depth:
     tree = project.tree(target)
     if tree is None or dynamic_bindings(tree, stars=False) or _submodule_named(target, name):
         return None
-    if not binds(project, target, tree, name, depth):
-        return set()
+    exported = _all_names(tree)
+    if exported is _UNKNOWN:
+        return None
+    if exported is not None and name not in exported or not binds(project, target, tree, name, depth):
+        return set()  # `__all__` leaves it out: the importer's own binding, or builtins, stands
     return tf_binding(project, target, name, depth, stars=star_binding)
 
 
@@ -74,19 +79,67 @@ def binds(project, path: str, tree: ast.Module, name: str, depth: int = 0) -> bo
     return False
 
 
+_UNKNOWN = object()
+
+
+def _all_names(tree: ast.Module):
+    """The names ``__all__`` lists (a star import copies only those), None when the module has
+    none, ``_UNKNOWN`` when it is not one literal list or tuple of strings."""
+    found = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute)) and
+             getattr(n, "id", getattr(n, "attr", None)) == "__all__" and not isinstance(n.ctx, ast.Load)]
+    if not found:
+        return None
+    assigns = [st for st in tree.body if isinstance(st, ast.Assign) and len(st.targets) == 1
+               and isinstance(st.targets[0], ast.Name) and st.targets[0].id == "__all__"]
+    if len(found) != 1 or len(assigns) != 1 or not isinstance(assigns[0].value, (ast.List, ast.Tuple)) or not all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in assigns[0].value.elts):
+        return _UNKNOWN
+    return {e.value for e in assigns[0].value.elts}
+
+
+def _found_twice(project, module: str, importer: str) -> bool:
+    """An absolute import the index finds both beside the importer and from the project's root:
+    which one Python loads depends on how the program was started."""
+    here = os.path.dirname(os.path.abspath(importer))
+    stem = os.path.join(here, *module.split("."))
+    beside = next((c for c in (stem + ".py", os.path.join(stem, "__init__.py")) if os.path.isfile(c)), None)
+    root = getattr(project, "root", None)
+    if beside is None or root is None or here == root:
+        return False
+    top = os.path.join(root, *module.split("."))
+    return any(os.path.isfile(c) and c != beside for c in (top + ".py", os.path.join(top, "__init__.py")))
+
+
+def _other_forms(stem: str) -> bool:
+    """A module Python would load before (or instead of) ``stem.py``: a package ``stem/`` with an
+    ``__init__`` of any kind, or an extension module ``stem*.so``/``.pyd`` (an adversarial run:
+    a sourceless ``ops/__init__.pyc`` beside ``ops.py``)."""
+    base, name = os.path.split(stem)
+    if os.path.isdir(stem) and any(f.startswith("__init__.") for f in os.listdir(stem)):
+        return True
+    try:
+        return any(f.startswith(name + ".") and f.endswith((".so", ".pyd")) for f in os.listdir(base or "."))
+    except OSError:
+        return True
+
+
 def _ambiguous(path: str) -> bool:
     """``ops.py`` beside a package ``ops/``: Python imports the package, the index may not."""
     base, file = os.path.split(path)
     if file == "__init__.py":
         return os.path.exists(base + ".py")
-    return os.path.isfile(os.path.join(base, file[:-3], "__init__.py")) if file.endswith(".py") else True
+    return _other_forms(os.path.join(base, file[:-3])) if file.endswith(".py") else True
 
 
 def _submodule_named(path: str, name: str) -> bool:
     """A package whose submodule is named ``name``: importing it anywhere sets ``pkg.name``."""
     base, file = os.path.split(path)
-    return file == "__init__.py" and (os.path.exists(os.path.join(base, name + ".py"))
-                                      or os.path.isdir(os.path.join(base, name)))
+    if file != "__init__.py":
+        return False
+    try:
+        return any(f == name or f.startswith(name + ".") for f in os.listdir(base))
+    except OSError:
+        return True
 
 
 def starred_tf_names(project, path: str, head: str) -> Optional[set]:
@@ -94,9 +147,46 @@ def starred_tf_names(project, path: str, head: str) -> Optional[set]:
     models: ``tf`` comes only from ``from utils.prepare_data import *``): every star import of
     the file hands on one TF name or nothing, and no other file may rebind it there."""
     names = tf_binding(project, os.path.abspath(path), head, stars=star_binding)
-    if not names or rebound_elsewhere(project, path, {head}):
+    if not names or rebound_elsewhere(project, path, {head}) or moves_imports(project, path):
         return None
-    return names
+    tree = project.tree(path)
+    # bound on every path: else the name is looked up in builtins (`if False: from ops import *`,
+    # `if TYPE_CHECKING: import tensorflow as tf` in ops.py: adversarial runs)
+    return names if tree is not None and _surely_binds(project, path, tree, head, 0) else None
+
+
+def _surely_binds(project, path: str, tree: ast.Module, name: str, depth: int) -> bool:
+    """Every star import of the module is a statement of its own at top level, and one of them
+    (or a top-level import) binds ``name`` whatever runs."""
+    if depth > 4:
+        return False
+    stars = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]
+    if any(st not in tree.body for st in stars):
+        return False
+    for st in tree.body:
+        if isinstance(st, ast.Import) and any((a.asname or a.name.split(".")[0]) == name for a in st.names):
+            return True
+        if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in st.targets):
+            return True  # `tf = compat.v1` (what it binds, tf_binding has read)
+        if isinstance(st, ast.ImportFrom) and any(a.name == "*" for a in st.names):
+            target = project.resolve(st.module or "", st.level, path)
+            inner = project.tree(target) if target is not None else None
+            if inner is not None and star_binding(project, path, st, name, depth + 1) and \
+                    _surely_binds(project, target, inner, name, depth + 1):
+                return True
+    return False
+
+
+def moves_imports(project, path: str) -> bool:
+    """A file loaded with ``path`` changes where imports are found (``sys.path.insert``,
+    ``site.addsitedir``): the index's reading of a star import may not be Python's."""
+    for word in (b"sys.path", b"addsitedir", b"path_hooks", b"meta_path"):
+        hits = project.grep(word)
+        if hits is None:
+            return True
+        if any(project.may_run_together(path, h) for h in hits):
+            return True
+    return False
 
 
 def star_rebinding(project, here: str, source: str, heads: set) -> Optional[str]:

@@ -13,6 +13,7 @@ import ast
 import os
 from typing import Optional
 
+from migrator.project_reach import WORDS, namespace_reach
 from migrator.tfnames import DYNAMIC_BINDERS, TF_MODULES, normalize
 
 
@@ -55,7 +56,7 @@ def tf_binding(project, path: str, name: str, depth: int = 0, stars=None) -> Opt
 
 def _binding(project, path: str, name: str, depth: int, stars=None) -> Optional[set]:
     tree = project.tree(path)
-    if tree is None or dynamic_bindings(tree, stars=stars is None):
+    if tree is None or dynamic_bindings(tree, stars=stars is None) or namespace_reach(tree) is not None:
         return None
     targets: set = set()
     for node in ast.walk(tree):
@@ -179,37 +180,6 @@ def dynamic_bindings(tree: ast.Module, stars: bool = True) -> bool:
     return False
 
 
-def _only_local_dynamics(tree: ast.Module) -> bool:
-    """The module's dynamic bindings are ones that cannot reach another module's names: a
-    walrus, ``del`` of a local, ``match``, ``globals()``/``locals()`` of its own, ``vars(args)``
-    only read (PhysNet's ``for arg in vars(args)``), a method named ``eval`` (``summary.eval()``)."""
-    read_vars = {id(n.iter) for n in ast.walk(tree) if isinstance(n, (ast.For, ast.comprehension))}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in ("__dict__", "modules"):
-            return False
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in _READ_METHODS and _is_call_of(node.func.value, "vars"):
-            read_vars.add(id(node.func.value))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            if getattr(node.func, "attr", None) in ("import_module", "reload"):
-                return False
-            if isinstance(node.func, ast.Name) and node.func.id in ("import_module", "reload", "exec", "eval",
-                                                                    "__import__"):
-                return False
-            if _is_call_of(node, "vars") and id(node) not in read_vars:
-                return False  # `vars(m)[k] = v`, `vars(m).update(...)`, or handed to code that may
-    return True
-
-
-#: dict methods that only read (``vars(args).items()``)
-_READ_METHODS = frozenset({"items", "keys", "values", "get", "copy"})
-
-
-def _is_call_of(node: ast.AST, name: str) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
-
-
 def tf_module_name(imported: dict) -> Optional[str]:
     """A name this file imports from a project module that is the TF module itself (to spell
     added code with it, instead of a second import)."""
@@ -230,8 +200,7 @@ def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] =
     here = os.path.abspath(path)
     files: set = set()
     # a file naming none of these cannot rebind them (`fill(vars(m))` names none of the heads)
-    for word in sorted(heads) + ["modules", "setattr", "__dict__", "import_module", "reload", "vars", "exec", "eval",
-                                 "__import__"]:
+    for word in sorted(heads) + list(WORDS):
         hits = project.grep(word.encode())
         if hits is None:
             return set(heads)  # the project is too big to look through: any of them may be
@@ -242,17 +211,14 @@ def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] =
         if tree is None or not project.may_run_together(here, p) or \
                 also_with is not None and not project.may_run_together(also_with, p):
             continue
-        if dynamic_bindings(tree, stars=False) and not _only_local_dynamics(tree):
-            out |= set(heads)  # `sys.modules[...]`, `vars(m)`, `importlib.import_module(...).x = `
+        if namespace_reach(tree) is not None:
+            out |= set(heads)  # `ops.__setattr__(...)`, `put = setattr`, `builtins.exec(...)`, `sys.modules`
             continue
+        methods = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+                   if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)}
         for node in ast.walk(tree):
+            # `self.tf = ...` in a method sets an instance's; in a plain function `self` may be a module
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in heads \
-                    and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+                    and not (isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) in methods):
                 out.add(node.attr)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
-                name = node.args[1] if len(node.args) > 1 else None
-                out |= {name.value} & heads if isinstance(name, ast.Constant) else set(heads)
-            elif isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
-                    and node.value.id == "sys":
-                out |= set(heads)
     return out

@@ -941,3 +941,74 @@ def test_a_script_that_cannot_run_with_the_importer_does_not_block_its_star_impo
     main = write(tmp_path, "gan.py", _DCGAN_USER)
     (site,) = run([main])["gan.py"].sites
     assert (site.code == "TFG128") == refused, site
+
+
+_FAKE = "import tensorflow as _real\n\n\nclass Fake(object):\n    def __getattr__(self, n):\n        return getattr(_real, n)\n"
+
+
+@pytest.mark.parametrize("files", [
+    {"patcher.py": "import ops\nops.__setattr__('tf', 1)\n"},
+    {"patcher.py": "import ops\nput = setattr\nput(ops, 'tf', 1)\n"},
+    {"patcher.py": "import ops\nlist(map(setattr, [ops], ['tf'], [1]))\n"},
+    {"patcher.py": "import functools\nimport ops\nfunctools.partial(setattr, ops, 'tf')(1)\n"},
+    {"patcher.py": "import ops\n\n\ndef patch(self):\n    self.tf = 1\n\n\npatch(ops)\n"},
+    {"patcher.py": "import builtins\nbuiltins.eval(\"setattr(ops, 'tf', 1)\")\n"},
+    {"patcher.py": "import builtins\ngetattr(builtins, 'ex' + 'ec')('import ops; ops.tf = 1')\n"},
+    {"patcher.py": "import ops\ngetattr(ops, '__dict__')['tf'] = 1\n"},
+    {"patcher.py": "import ops\nvars(ops).get('square').__globals__['tf'] = 1\n"},
+    {"patcher.py": "import sys\nsys._getframe(0).f_globals['tf'] = 1\n"},
+    {"patcher.py": "import ops\n\n\nclass M(type(ops)):\n    pass\n\n\nops.__class__ = M\n"},
+    {"patcher.py": "__builtins__['tf'] = 1\n", "ops.py": "import tensorflow as tf\n__all__ = ['square']\n"},
+    {"ops.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import tensorflow as tf\n"},
+    {"ops.py": "import tensorflow as tf\nimport builtins\nbuiltins.exec('tf = 1')\n"},
+    {"patcher.py": "import sys\nsys.path.insert(0, 'vendor')\n", "vendor/ops.py": "tf = 1\n"},
+])
+def test_tf_from_a_star_import_rebound_where_no_statement_shows_it_is_refused(tmp_path, files):
+    """An adversarial run: 39 programs whose `tf` was a wrapper doubling TF's gradients were
+    migrated (TF1 [6, 24, 54], the tape [3, 12, 27])."""
+    write(tmp_path, "ops.py", "import tensorflow as tf\n\n\ndef square(x):\n    return x * x\n")
+    for name, text in files.items():
+        write(tmp_path, name, text + ("\n\ndef square(x):\n    return x * x\n" if name == "ops.py" else ""))
+    user = "import patcher\n" if "patcher.py" in files else ""
+    main = write(tmp_path, "gan.py", user + "from ops import *\n\n\ndef run():\n    x = tf.constant([1.0, 2.0])\n"
+                                           "    y = tf.reduce_sum(square(x) * x)\n    return tf.gradients(y, x)[0]\n")
+    (site,) = run([main])["gan.py"].sites
+    assert site.code == "TFG128", site
+
+
+@pytest.mark.parametrize("user", [
+    "if False:\n    from ops import *\n",
+    "from ops import square\ntry:\n    from ops import *\nexcept ImportError:\n    pass\n",
+])
+def test_tf_from_a_star_import_that_may_not_run_is_refused(tmp_path, user):
+    write(tmp_path, "ops.py", "import tensorflow as tf\n\n\ndef square(x):\n    return x * x\n")
+    main = write(tmp_path, "gan.py", user + "\n\ndef run():\n    x = tf.constant([1.0, 2.0])\n"
+                                            "    y = tf.reduce_sum(x * x)\n    return tf.gradients(y, x)[0]\n")
+    (site,) = run([main])["gan.py"].sites
+    assert site.code == "TFG128", site
+
+
+@pytest.mark.parametrize("extra", [
+    "import builtins\nbuiltins.exec('tf = 1')\n",
+    "import gan as _me\n_me.__setattr__('tf', 1)\n",
+    "import sys\nsys._getframe().f_globals.update(tf=1)\n",
+    "globals()['tf'] = 1\n",
+])
+def test_a_module_that_rebinds_its_own_tf_unseen_is_refused(tmp_path, extra):
+    main = write(tmp_path, "gan.py", "import tensorflow as tf\n" + extra + "\n\ndef run():\n"
+                 "    x = tf.constant([1.0, 2.0])\n    y = tf.reduce_sum(x * x)\n    return tf.gradients(y, x)[0]\n")
+    (site,) = run([main])["gan.py"].sites
+    assert site.code == "TFG128" and "may rebind its own names" in site.reason, site
+
+
+@pytest.mark.parametrize("extra", [
+    "print(globals().get('x'))\n",
+    "globals().update(helper=len)\n",
+    "class C(object):\n    def set(self, k, v):\n        setattr(self, k, v)\n",
+    "for k, v in vars(object()).items():\n    print(k, v)\n",
+])
+def test_reading_or_writing_other_names_does_not_refuse(tmp_path, extra):
+    main = write(tmp_path, "gan.py", "import tensorflow as tf\n" + extra + "\n\ndef run():\n"
+                 "    x = tf.constant([1.0, 2.0])\n    y = tf.reduce_sum(x * x)\n    return tf.gradients(y, x)[0]\n")
+    (site,) = run([main])["gan.py"].sites
+    assert site.status == MIGRATED, site

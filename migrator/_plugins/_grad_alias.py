@@ -9,13 +9,16 @@ project's star import binds (``from utils.prepare_data import *``) is that name 
 """
 from __future__ import annotations
 
+import ast
+import os
 from typing import Optional
 
 import libcst as cst
 from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
 from migrator.model import HESSIANS, TF_GRADIENTS
-from migrator.project_tf import tf_module_name
+from migrator.project_reach import namespace_reach
+from migrator.project_tf import rebound_elsewhere, tf_module_name
 from migrator.tfnames import TF_MODULES, dotted, normalize
 
 
@@ -94,3 +97,25 @@ def report_unrewritable(rewrite) -> None:
     for node in f.values:
         rewrite._site(node, TF_GRADIENTS, "TFG128", f"`{rewrite.code(node)}` is used as a value, not called; "
                                                     "call a tf.GradientTape method here by hand")
+
+
+def rebinds_head(an, c) -> Optional[str]:
+    """The name the call is spelled with (``tf``) may be rebound where no statement shows it:
+    by this module (``builtins.exec("tf = f")``, ``_me.__setattr__("tf", f)``) or by a file loaded
+    with it (``main.tf = f``) -- adversarial runs, each taking the tape for TF's call."""
+    head = (dotted(c.node.func) or "").split(".")[0] if c.node is not None else ""
+    if not head:
+        return None
+    here = os.path.abspath(an.ctx.path)
+    cache = an.__dict__.setdefault("_rebinds_head", {})
+    if head not in cache:
+        try:  # the module as this run reads it (a notebook's cells, after their magics)
+            tree = ast.parse(an.module.code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        reach = namespace_reach(tree, own=True, heads=frozenset({head})) if tree is not None else "unreadable"
+        cache[head] = (f"this module may rebind its own names where no statement shows it (`{reach}`), so `{head}` "
+                       "may not be TensorFlow when the gradient runs; take that code out, then re-run") if reach else \
+            (f"another project file loaded with this one may rebind this module's `{head}`, so the gradient call "
+             "may not be TF's; take that code out, then re-run") if rebound_elsewhere(an.project, here, {head}) else None
+    return cache[head]

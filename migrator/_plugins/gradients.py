@@ -42,7 +42,7 @@ from migrator._plugins._grad_callers import (
     source_structure,
 )
 from migrator._plugins._grad_methods import attribute_evidence, closed_method, method_param_structure, method_verdict
-from migrator._plugins._grad_alias import file_tf_alias, report_unrewritable, starred_heads
+from migrator._plugins._grad_alias import file_tf_alias, rebinds_head, report_unrewritable, starred_heads
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import BlockScope, Call, Item, Refuse
 from migrator._plugins._grad_home import home
@@ -432,6 +432,8 @@ class GradientRewrite:
             raise Refuse("TFG128", f"the tape would differentiate through `{manual}(...)`, whose gradient call "
                                    "stays manual; migrate that one first, then re-run")
         self._no_collections(c, flat, s, e)  # a Session script too: verify runs it in TF2 eager as well
+        if rebinds_head(self, c):  # the last check: a more specific reason comes first
+            raise Refuse("TFG128", rebinds_head(self, c))
         if self.find.session:
             check_session_control_flow(self, c, flat, s, e)
         for i in range(s + 1, c.item + 1):
