@@ -41,6 +41,9 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
     reads: set = set()  # ids of reaching names used only to read (or, with `own`, to write other names)
     eval_methods: set = set()
     shadowed = _bound_names(tree) & _SHADOWED
+    importlib = any(isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+        (a.name or "").startswith("importlib") for a in n.names) or isinstance(n, ast.ImportFrom) and
+        (n.module or "").startswith("importlib") for n in ast.walk(tree))
     namespaces = ("vars", "globals", "locals") if own else ("vars",)
     modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
                for a in n.names}
@@ -57,8 +60,10 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
             elif own and node.func.attr == "update" and _calls(node.func.value, "globals", "locals") and \
                     not node.args and all(k.arg is not None and k.arg not in heads for k in node.keywords):
                 reads.add(id(node.func.value.func))  # `globals().update(x=a)` binds `x` only
-            elif node.func.attr == "eval" and not node.args:
-                eval_methods.add(id(node.func))
+            elif node.func.attr == "eval" and (not node.args or isinstance(node.args[0], ast.Dict)):
+                eval_methods.add(id(node.func))  # `summary_op.eval()`, `im.eval({x: 1.0})`: a tensor's
+            elif node.func.attr == "eval" and not importlib:
+                eval_methods.add(id(node.func))  # the builtins module is reached only in ways flagged below
         elif _calls(node, "setattr", "delattr") and node.args and isinstance(node.args[0], ast.Name) and (
                 node.args[0].id in ("self", "cls") and id(node) in methods or own and node.args[0].id not in modules):
             reads.add(id(node.func))  # `setattr(self, name, v)` in a method sets an instance's attribute
@@ -70,8 +75,9 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
             if node.attr in _REACHING_ATTRS and not (own and node.attr in ("import_module", "reload")) \
                     or node.attr == "__class__" and not isinstance(node.ctx, ast.Load):
                 return f".{node.attr}"
-            if node.attr in ("exec", "eval", "setattr", "delattr", "__import__") and id(node) not in eval_methods:
-                return f".{node.attr}"  # `builtins.exec(...)`, `b.setattr`
+            if node.attr in ("exec", "setattr", "delattr", "__import__") or node.attr == "eval" and \
+                    id(node) not in eval_methods and (not own or importlib):
+                return f".{node.attr}"  # `builtins.exec(...)`, `b.setattr`; `t.eval(feed)` is a tensor's
             if node.attr == "modules" and isinstance(node.value, ast.Name) and node.value.id == "sys":
                 return "sys.modules"
             if own and node.attr in heads and not isinstance(node.ctx, ast.Load) and id(node) not in methods:

@@ -1006,6 +1006,7 @@ def test_a_module_that_rebinds_its_own_tf_unseen_is_refused(tmp_path, extra):
     "globals().update(helper=len)\n",
     "class C(object):\n    def set(self, k, v):\n        setattr(self, k, v)\n",
     "for k, v in vars(object()).items():\n    print(k, v)\n",
+    "\n\ndef show(im, x):\n    print(im.eval({x: 1.0}))\n",  # a tensor's eval (dirt's tests)
 ])
 def test_reading_or_writing_other_names_does_not_refuse(tmp_path, extra):
     main = write(tmp_path, "gan.py", "import tensorflow as tf\n" + extra + "\n\ndef run():\n"
