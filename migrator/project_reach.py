@@ -49,6 +49,10 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
                for a in n.names}
     methods = {id(c) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for fn in cls.body
                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) for c in ast.walk(fn)}
+    made_here = _made_in_function(tree)  # ids of `setattr(report, ...)` whose `report = Report()` is local
+    for scope in ast.walk(tree):  # `locals()` in a function or class body is that body's, a snapshot
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            reads |= {id(n.func) for n in ast.walk(scope) if _calls(n, "locals") or _calls(n, "vars") and not n.args}
     for node in ast.walk(tree):
         if isinstance(node, (ast.For, ast.comprehension)) and _calls(node.iter, *namespaces):
             reads.add(id(node.iter.func))
@@ -64,14 +68,18 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
                 eval_methods.add(id(node.func))  # `summary_op.eval()`, `im.eval({x: 1.0})`: a tensor's
             elif node.func.attr == "eval" and not importlib:
                 eval_methods.add(id(node.func))  # the builtins module is reached only in ways flagged below
-        elif _calls(node, "setattr", "delattr") and node.args and isinstance(node.args[0], ast.Name) and (
-                node.args[0].id in ("self", "cls") and id(node) in methods or own and node.args[0].id not in modules):
+        elif _calls(node, "setattr", "delattr", "vars") and node.args and isinstance(node.args[0], ast.Name) and (
+                node.args[0].id in ("self", "cls") and id(node) in methods or own and node.args[0].id not in modules
+                or id(node) in made_here):
             reads.add(id(node.func))  # `setattr(self, name, v)` in a method sets an instance's attribute
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in _REACHING_BUILTINS and id(node) not in reads \
                 and node.id not in shadowed:
             return node.id
         if isinstance(node, ast.Attribute):
+            if node.attr == "__dict__" and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") \
+                    and id(node) in methods:
+                continue  # `self.__dict__.update(locals())`: an instance's (cleverhans' layers)
             if node.attr in _REACHING_ATTRS and not (own and node.attr in ("import_module", "reload")) \
                     or node.attr == "__class__" and not isinstance(node.ctx, ast.Load):
                 return f".{node.attr}"
@@ -109,4 +117,26 @@ def _bound_names(tree: ast.Module) -> set:
             out.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return out
+
+
+def _made_in_function(tree: ast.Module) -> set:
+    """Ids of ``setattr(x, ...)``/``vars(x)`` calls in a function whose ``x`` is bound there, and only
+    there, to a call's result (``report = AccuracyReport()``): an object it made, not a module."""
+    out: set = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+        stores: dict = {}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                stores.setdefault(n.id, []).append(n)
+        made = {name for name, ns in stores.items() if name not in params and len(ns) == 1 and any(
+            isinstance(a, ast.Assign) and len(a.targets) == 1 and a.targets[0] is ns[0] and isinstance(a.value, ast.Call)
+            and not _calls(a.value, "__import__", "vars", "globals", "locals") and not (
+                isinstance(a.value.func, ast.Attribute) and a.value.func.attr in ("import_module", "reload", "modules"))
+            for a in ast.walk(fn))}
+        out |= {id(c) for c in ast.walk(fn) if isinstance(c, ast.Call) and c.args
+                and isinstance(c.args[0], ast.Name) and c.args[0].id in made}
     return out

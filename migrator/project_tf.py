@@ -36,6 +36,9 @@ def imported_tf_names(project, path: str, source: str) -> dict:
             continue
         for a in node.names:
             names = tf_binding(project, target, a.name)
+            if names and rebound_elsewhere(project, target, {a.name}, also_with=here,
+                                           among=may_hold_module(project, target)):
+                continue  # `ops.__setattr__("tf", f)` in a file loaded with both: an adversarial run
             if names:
                 key = "." * node.level + (f"{node.module}." if node.module else "") + a.name
                 out[key] = (names, a.asname or a.name)
@@ -189,7 +192,8 @@ def tf_module_name(imported: dict) -> Optional[str]:
     return None
 
 
-def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] = None) -> set:
+def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] = None,
+                      among: Optional[set] = None) -> set:
     """The module-level ``heads`` of ``path`` (aliases such as ``grad = tf.gradients``) that
     another project file loaded with it may rebind: ``m.grad = f``, ``setattr(m, ...)``, or
     anything through ``sys.modules`` (an adversarial run: TF1 gave twice the tape's value).
@@ -206,7 +210,7 @@ def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] =
             return set(heads)  # the project is too big to look through: any of them may be
         files |= set(hits)
     out: set = set()
-    for p in sorted(files - {here}):
+    for p in sorted(files - {here} if among is None else (files & among) - {here}):
         tree = project.tree(p)
         if tree is None or not project.may_run_together(here, p) or \
                 also_with is not None and not project.may_run_together(also_with, p):
@@ -222,3 +226,19 @@ def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] =
                     and not (isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) in methods):
                 out.add(node.attr)
     return out
+
+
+def may_hold_module(project, here: str) -> Optional[set]:
+    """Files that may hold this module object to write its names: those importing it (directly,
+    or through a package), and those that find modules at run time (``sys.modules``, frames,
+    ``__import__``, ``importlib``, ``gc``); None when the project cannot be searched."""
+    importers = project.importers(here)  # through packages too: `import pkg` then `pkg.mod.tf = f`
+    if importers is None:
+        return None
+    found = set(importers)
+    for word in (b"modules", b"_getframe", b"__import__", b"importlib", b"gc.", b"f_back", b"__globals__"):
+        hits = project.grep(word)
+        if hits is None:
+            return None
+        found |= set(hits)
+    return found

@@ -1013,3 +1013,29 @@ def test_reading_or_writing_other_names_does_not_refuse(tmp_path, extra):
                  "    x = tf.constant([1.0, 2.0])\n    y = tf.reduce_sum(x * x)\n    return tf.gradients(y, x)[0]\n")
     (site,) = run([main])["gan.py"].sites
     assert site.status == MIGRATED, site
+
+
+def test_a_file_that_never_holds_this_module_does_not_block_its_own_tf(tmp_path):
+    """cleverhans' `_ArgsWrapper` runs `vars(args)` on a parameter: it imports no gradient file,
+    so it cannot reach `loss.tf` (the own-name check made loss.py:532 manual)."""
+    write(tmp_path, "utils.py", "def wrap(args):\n    return vars(args)\n")
+    write(tmp_path, "main.py", "import utils\nimport gan\n")
+    main = write(tmp_path, "gan.py", "import tensorflow as tf\n\n\ndef run():\n    x = tf.constant([1.0, 2.0])\n"
+                                     "    y = tf.reduce_sum(x * x)\n    return tf.gradients(y, x)[0]\n")
+    (site,) = run([main])["gan.py"].sites
+    assert site.status == MIGRATED, site
+
+
+@pytest.mark.parametrize("patcher, refused", [
+    ("import ops\nops.__setattr__('tf', 1)\n", True),  # an adversarial run: `from ops import tf` then
+    ("import ops\nput = setattr\nput(ops, 'tf', 1)\n", True),
+    ("import sys\nsys.modules['ops'].tf = 1\n", True),
+    ("def f(args):\n    return vars(args)\n", False),  # holds no module
+])
+def test_tf_re_exported_by_a_module_another_file_rebinds_is_refused(tmp_path, patcher, refused):
+    write(tmp_path, "ops.py", "import tensorflow as tf\n")
+    write(tmp_path, "patcher.py", patcher)
+    main = write(tmp_path, "gan.py", "import patcher\nfrom ops import tf\n\n\ndef run():\n"
+                 "    x = tf.constant([1.0, 2.0])\n    y = tf.reduce_sum(x * x)\n    return tf.gradients(y, x)[0]\n")
+    (site,) = run([main])["gan.py"].sites
+    assert (site.status == MANUAL) == refused, site

@@ -18,7 +18,7 @@ from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
 from migrator.model import HESSIANS, TF_GRADIENTS
 from migrator.project_reach import namespace_reach
-from migrator.project_tf import rebound_elsewhere, tf_module_name
+from migrator.project_tf import may_hold_module, rebound_elsewhere, tf_module_name
 from migrator.tfnames import TF_MODULES, dotted, normalize
 
 
@@ -117,5 +117,7 @@ def rebinds_head(an, c) -> Optional[str]:
         cache[head] = (f"this module may rebind its own names where no statement shows it (`{reach}`), so `{head}` "
                        "may not be TensorFlow when the gradient runs; take that code out, then re-run") if reach else \
             (f"another project file loaded with this one may rebind this module's `{head}`, so the gradient call "
-             "may not be TF's; take that code out, then re-run") if rebound_elsewhere(an.project, here, {head}) else None
+             "may not be TF's; take that code out, then re-run") if rebound_elsewhere(
+                an.project, here, {head}, among=may_hold_module(an.project, here)) else None
     return cache[head]
+
