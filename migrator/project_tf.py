@@ -230,15 +230,44 @@ def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] =
 
 def may_hold_module(project, here: str) -> Optional[set]:
     """Files that may hold this module object to write its names: those importing it (directly,
-    or through a package), and those that find modules at run time (``sys.modules``, frames,
-    ``__import__``, ``importlib``, ``gc``); None when the project cannot be searched."""
+    or through a package); those that find any module at run time (``sys.modules``,
+    ``__import__``, ``importlib``, ``gc``); and, among the modules it imports, those that walk
+    frames or a function's ``__globals__`` (they reach only the modules that call them: an
+    adversarial run walked frames from a module main imported).  None: the project cannot be
+    searched."""
     importers = project.importers(here)  # through packages too: `import pkg` then `pkg.mod.tf = f`
     if importers is None:
         return None
     found = set(importers)
-    for word in (b"modules", b"_getframe", b"__import__", b"importlib", b"gc.", b"f_back", b"__globals__"):
+    related = set(importers) | set(project.import_closure(here))
+    for word in (b"modules", b"__import__", b"importlib", b"gc", b"_getframe", b"f_back", b"__globals__",
+                 b"currentframe", b"stack("):
         hits = project.grep(word)
         if hits is None:
             return None
-        found |= set(hits)
+        for h in hits:
+            tree = project.tree(h)
+            if tree is None or h in related and word in (b"_getframe", b"f_back", b"__globals__", b"currentframe",
+                                                          b"stack("):
+                found.add(h)
+            elif tree is not None and _finds_modules(tree):
+                found.add(h)
     return found
+
+
+def _finds_modules(tree: ast.Module) -> bool:
+    """The module finds module objects at run time, whatever imports it: ``sys.modules``,
+    ``__import__``, ``importlib``, ``gc``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
+                and node.value.id == "sys":
+            return True
+        if isinstance(node, ast.Name) and node.id == "__import__":
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                n and n.split(".")[0] in ("importlib", "gc", "imp") for n in
+                [a.name for a in node.names] + [getattr(node, "module", None)]):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "modules" for a in node.names):
+            return True
+    return False

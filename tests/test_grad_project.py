@@ -1039,3 +1039,17 @@ def test_tf_re_exported_by_a_module_another_file_rebinds_is_refused(tmp_path, pa
                  "    x = tf.constant([1.0, 2.0])\n    y = tf.reduce_sum(x * x)\n    return tf.gradients(y, x)[0]\n")
     (site,) = run([main])["gan.py"].sites
     assert (site.status == MANUAL) == refused, site
+
+
+@pytest.mark.parametrize("imported, refused", [(True, True), (False, False)])
+def test_a_frame_walker_reaches_only_modules_it_is_loaded_with_by_import(tmp_path, imported, refused):
+    """A module that walks frames (`sys._getframe().f_back.f_globals`) reaches the modules that
+    call it; imported by gan.py it may rebind gan's `tf` (an adversarial run), otherwise it is
+    another program in the same folder (an adversarial set's own cases were all refused)."""
+    write(tmp_path, "tweaks.py", "import sys\nsys._getframe(1).f_globals['tf'] = 1\n")
+    write(tmp_path, "setup.py", "exec(open('version.py').read())\n")  # then anything may load anything
+    main = write(tmp_path, "gan.py", ("import tweaks\n" if imported else "") + "import tensorflow as tf\n\n\n"
+                 "def run():\n    x = tf.constant([1.0, 2.0])\n    y = tf.reduce_sum(x * x)\n"
+                 "    return tf.gradients(y, x)[0]\n")
+    (site,) = run([main])["gan.py"].sites
+    assert (site.status == MANUAL) == refused, site
