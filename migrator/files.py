@@ -304,19 +304,24 @@ def read_source(path: str, max_bytes: int = MAX_BYTES) -> Source:
     return Source(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size, mode=stat.S_IMODE(st.st_mode))
 
 
+def source_encoding(raw: bytes) -> str:
+    """The codec Python reads the source bytes with: its PEP 263 cookie or UTF-8 ("utf-8-sig"
+    with a BOM); FileError for a cookie it rejects."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as e:
+        raise FileError(f"cannot decode: {e.msg if hasattr(e, 'msg') else e}", getattr(e, "lineno", 1) or 1) from None
+    encoding = codecs.lookup(encoding).name
+    return "utf-8-sig" if encoding == "utf-8" and raw.startswith(codecs.BOM_UTF8) else encoding
+
+
 def decode(raw: bytes, src: Source) -> str:
     """Decode Python source bytes as the interpreter would; record how."""
     if b"\x00" in raw:
         off = raw.index(b"\x00")
         line, col = _position(raw, off)
         raise FileError("cannot decode: binary content (NUL byte)", line, col)
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
-    except SyntaxError as e:
-        raise FileError(f"cannot decode: {e.msg if hasattr(e, 'msg') else e}", getattr(e, "lineno", 1) or 1) from None
-    encoding = codecs.lookup(encoding).name
-    if encoding == "utf-8" and raw.startswith(codecs.BOM_UTF8):
-        encoding = "utf-8-sig"
+    encoding = source_encoding(raw)
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as e:

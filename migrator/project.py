@@ -16,15 +16,13 @@ Nothing here imports TensorFlow or libcst.
 from __future__ import annotations
 
 import ast
-import io
 import os
-import tokenize
 import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from migrator.astwalk import code_words, import_statements, statements
-from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds
+from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds, source_encoding
 from migrator.notebook import notebook_code
 from migrator.patches import (
     GRAPH_GRADIENT_MAPS, gradients_patch_lines, may_patch_tf, registry_use_lines, tf_api_patch_nodes, word_lines,
@@ -456,7 +454,6 @@ def _decode(raw: bytes) -> str:
     """A file's text as Python reads it: its PEP 263 cookie decides (a ``# coding: utf-7`` file
     turned a comment into code: an adversarial run); UTF-8 otherwise."""
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
-        return raw.decode(encoding, "replace")
-    except (SyntaxError, LookupError, UnicodeError):
+        return raw.decode(source_encoding(raw), "replace")
+    except (FileError, UnicodeError):
         return raw.decode("utf-8-sig", "replace")

@@ -47,8 +47,7 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
     namespaces = ("vars", "globals", "locals") if own else ("vars",)
     modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
                for a in n.names}
-    methods = {id(c) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for fn in cls.body
-               if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) for c in ast.walk(fn)}
+    methods = method_nodes(tree)
     made_here = _made_in_function(tree)  # ids of `setattr(report, ...)` whose `report = Report()` is local
     for scope in ast.walk(tree):  # `locals()` in a function or class body is that body's, a snapshot
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -100,6 +99,12 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _REACHING_STRINGS:
             return repr(node.value)
     return None
+
+
+def method_nodes(tree: ast.Module) -> set:
+    """Ids of every node inside a method (a def directly in a class body): there ``self`` is an instance."""
+    return {id(c) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for fn in cls.body
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) for c in ast.walk(fn)}
 
 
 def _calls(node: ast.AST, *names: str) -> bool:

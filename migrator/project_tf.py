@@ -13,7 +13,7 @@ import ast
 import os
 from typing import Optional
 
-from migrator.project_reach import WORDS, namespace_reach
+from migrator.project_reach import WORDS, method_nodes, namespace_reach
 from migrator.tfnames import DYNAMIC_BINDERS, TF_MODULES, normalize
 
 
@@ -59,7 +59,7 @@ def tf_binding(project, path: str, name: str, depth: int = 0, stars=None) -> Opt
 
 def _binding(project, path: str, name: str, depth: int, stars=None) -> Optional[set]:
     tree = project.tree(path)
-    if tree is None or dynamic_bindings(tree, stars=stars is None) or namespace_reach(tree) is not None:
+    if tree is None or dynamic_bindings(tree, stars=stars is None) or _reach(project, path) is not None:
         return None
     targets: set = set()
     for node in ast.walk(tree):
@@ -215,11 +215,10 @@ def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] =
         if tree is None or not project.may_run_together(here, p) or \
                 also_with is not None and not project.may_run_together(also_with, p):
             continue
-        if namespace_reach(tree) is not None:
+        if _reach(project, p) is not None:
             out |= set(heads)  # `ops.__setattr__(...)`, `put = setattr`, `builtins.exec(...)`, `sys.modules`
             continue
-        methods = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
-                   if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)}
+        methods = method_nodes(tree)
         for node in ast.walk(tree):
             # `self.tf = ...` in a method sets an instance's; in a plain function `self` may be a module
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in heads \
@@ -240,19 +239,29 @@ def may_hold_module(project, here: str) -> Optional[set]:
         return None
     found = set(importers)
     related = set(importers) | set(project.import_closure(here))
-    for word in (b"modules", b"__import__", b"importlib", b"gc", b"_getframe", b"f_back", b"__globals__",
-                 b"currentframe", b"stack("):
-        hits = project.grep(word)
-        if hits is None:
-            return None
-        for h in hits:
-            tree = project.tree(h)
-            if tree is None or h in related and word in (b"_getframe", b"f_back", b"__globals__", b"currentframe",
-                                                          b"stack("):
-                found.add(h)
-            elif tree is not None and _finds_modules(tree):
-                found.add(h)
+    walkers: set = set()  # files naming a frame or `__globals__` walk
+    finders: set = set()  # files naming a way to find any module (read: `_finds_modules`)
+    for words, into in (((b"_getframe", b"f_back", b"__globals__", b"currentframe", b"stack("), walkers),
+                        ((b"modules", b"__import__", b"importlib", b"gc"), finders)):
+        for word in words:
+            hits = project.grep(word)
+            if hits is None:
+                return None
+            into |= set(hits)
+    for h in walkers | finders:
+        tree = project.tree(h)
+        if tree is None or h in walkers and h in related or _finds_modules(tree):
+            found.add(h)
     return found
+
+
+def _reach(project, path: str) -> Optional[str]:
+    """``namespace_reach`` of a project file's tree, once per file (every check asks of the same files)."""
+    cache = project.__dict__.setdefault("_namespace_reach", {})
+    if path not in cache:
+        tree = project.tree(path)
+        cache[path] = namespace_reach(tree) if tree is not None else None
+    return cache[path]
 
 
 def _finds_modules(tree: ast.Module) -> bool:

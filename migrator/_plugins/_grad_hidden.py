@@ -125,11 +125,20 @@ def collection_sources(an, c, flat: list) -> Optional[str]:
         for it in reversed(flat[:c.item]):
             if it.dead or key not in it.fx.assigns:
                 continue
-            for call in calls_in(it.orig) if it.orig is not None else ():
-                if call_kind(call, an.qn) == "state" and an.tf_name(call) not in (
-                        "tensorflow.get_variable", "tensorflow.get_local_variable"):
-                    return (f"the sources `{key}` are `{an.code(call.func)}(...)`, a TF1 graph collection, which is "
-                            "empty under TF2 eager, where a tape here would run; use the model's own list "
-                            "(model.trainable_variables) instead, then re-run")
+            call = collection_read(an, it.orig) if it.orig is not None else None
+            if call is not None:
+                return (f"the sources `{key}` are `{an.code(call.func)}(...)`, a TF1 graph collection, which is "
+                        "empty under TF2 eager, where a tape here would run; use the model's own list "
+                        "(model.trainable_variables) instead, then re-run")
             break
+    return None
+
+
+def collection_read(an, node: cst.CSTNode) -> Optional[cst.Call]:
+    """The first call in ``node`` (or ``node`` itself) that reads a TF1 graph collection
+    (``tf.get_collection``, ``tf.trainable_variables``; ``tf.get_variable`` makes a variable)."""
+    for call in calls_in(node) + ([node] if isinstance(node, cst.Call) else []):
+        if call_kind(call, an.qn) == "state" and an.tf_name(call) not in (
+                "tensorflow.get_variable", "tensorflow.get_local_variable"):
+            return call
     return None

@@ -46,7 +46,7 @@ from migrator._plugins._grad_alias import file_tf_alias, rebinds_head, report_un
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import BlockScope, Call, Item, Refuse
 from migrator._plugins._grad_home import home
-from migrator._plugins._grad_hidden import rebinders
+from migrator._plugins._grad_hidden import collection_read, rebinders
 from migrator._plugins._grad_filechecks import (
     calls_manual_gradient,
     check_contexts,
@@ -432,8 +432,9 @@ class GradientRewrite:
             raise Refuse("TFG128", f"the tape would differentiate through `{manual}(...)`, whose gradient call "
                                    "stays manual; migrate that one first, then re-run")
         self._no_collections(c, flat, s, e)  # a Session script too: verify runs it in TF2 eager as well
-        if rebinds_head(self, c):  # the last check: a more specific reason comes first
-            raise Refuse("TFG128", rebinds_head(self, c))
+        rebound = rebinds_head(self, c)  # the last check: a more specific reason comes first
+        if rebound:
+            raise Refuse("TFG128", rebound)
         if self.find.session:
             check_session_control_flow(self, c, flat, s, e)
         for i in range(s + 1, c.item + 1):
@@ -461,13 +462,10 @@ class GradientRewrite:
         rewrite must hold in TF2 too, not only under the Session it still has."""
         nodes = [c.xs] + [flat[i].orig if flat[i].orig is not None else flat[i].hoist[1]
                           for i in range(s, e + 1) if flat[i].orig is not None or flat[i].hoist]
-        for node in nodes:
-            for call in calls_in(node) + ([node] if isinstance(node, cst.Call) else []):
-                if call_kind(call, self.qn) == "state" and \
-                        self.tf_name(call) not in ("tensorflow.get_variable", "tensorflow.get_local_variable"):
-                    raise Refuse("TFG135", f"`{self.code(call.func)}(...)` reads a TF1 graph collection, which is "
-                                           "empty under TF2 eager, where a tape here would run; use the model's own "
-                                           "list (model.trainable_variables, model.losses) instead, then re-run")
+        for call in filter(None, (collection_read(self, node) for node in nodes)):
+            raise Refuse("TFG135", f"`{self.code(call.func)}(...)` reads a TF1 graph collection, which is "
+                                   "empty under TF2 eager, where a tape here would run; use the model's own "
+                                   "list (model.trainable_variables, model.losses) instead, then re-run")
 
 
 def _literal_value(v: cst.BaseExpression) -> bool:
