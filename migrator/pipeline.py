@@ -31,6 +31,12 @@ PREFILTER = re.compile(
 )
 
 
+#: a module-level line that may hand on a gradient API under another name (``grad = tf.gradients``,
+#: ``from tensorflow import gradients as g``): only a project holding one makes the run look for
+#: files calling it by that name (``migrator.project_alias``, which needs libcst to be imported)
+ALIAS_LINE = (r"(?m)^[ \t]*\w+[ \t]*=[ \t]*(?:[\w.]+\.)?(?:gradients|hessians|jacobian|batch_jacobian)[ \t]*(?:#|$)"
+              r"|\bimport\b[^\n]*\b(?:gradients|hessians|jacobian|batch_jacobian)[ \t]+as\b")
+
 _WORD_BYTE = re.compile(rb"\w")
 _CALL_AFTER = re.compile(rb"\s*\(")
 _IMPORT_WORD = re.compile(rb"\bimport\b")
@@ -164,6 +170,9 @@ class RunIndex:
     quiet_paths: set[str] = field(default_factory=set)
     #: files nested too deeply for ast (libcst's parser may crash the process on them)
     too_deep: set[str] = field(default_factory=set)
+    #: files that name no gradient API but import one a project module hands on under another
+    #: name (``from ops import grad``; migrator.project_alias): read, and the gradients plugin runs
+    alias_importers: set[str] = field(default_factory=set)
     #: the project root (migrator.project): where facts about code outside the run are read
     root: Optional[str] = None
     #: the text of every indexed file as it was before the run (pass 2 may rewrite them)
@@ -216,6 +225,7 @@ class RunIndex:
         self.override_modules |= other.override_modules
         self.manual_override_modules |= other.manual_override_modules
         self.quiet_paths |= other.quiet_paths
+        self.alias_importers |= other.alias_importers
         self.too_deep |= other.too_deep
         self.sources.update(other.sources)
 
@@ -366,8 +376,13 @@ class FileContext:
             from migrator.project import project_for
             from migrator.project_tf import imported_tf_names
 
-            self.facts["tf_imports"] = imported_tf_names(project_for(self.index), self.path, self.source) \
-                if getattr(self.index, "root", None) else {}
+            self.facts["tf_imports"] = {}
+            if getattr(self.index, "root", None):
+                from migrator.project_alias import module_aliases
+
+                project = project_for(self.index)  # `from ops import grad`; `import ops`, then `ops.grad(...)`
+                self.facts["tf_imports"] = {**imported_tf_names(project, self.path, self.source),
+                                            **module_aliases(project, self.path, self.source)}
         return self.facts["tf_imports"]
 
 
@@ -393,9 +408,11 @@ def migrate_text(
     Raises :class:`ParseError` when the source cannot be parsed.  A source
     with nothing to migrate comes back as the very same string.
     """
-    if not may_have_sites(source.encode("utf-8", "surrogatepass")):
-        return source, []
     options = options or Options()
+    if index is not None and path in index.alias_importers:
+        pass  # it calls a gradient API under a name a project module gives it (`from ops import grad`)
+    elif not may_have_sites(source.encode("utf-8", "surrogatepass")):
+        return source, []
     if index is None:
         index = RunIndex()
         index.add_file(path, source)
@@ -424,7 +441,8 @@ def migrate_text(
         for plugin in plugins():
             if options.select is not None and plugin.name not in options.select:
                 continue
-            if not plugin.matches(current.encode("utf-8", "surrogatepass")):
+            if not plugin.matches(current.encode("utf-8", "surrogatepass")) and not (
+                    plugin.reads_api_aliases and path in index.alias_importers):
                 continue
             ctx.text = current
             before = module

@@ -17,7 +17,7 @@ import ast
 import os
 from typing import Optional
 
-from migrator.project_tf import dynamic_bindings, rebound_elsewhere, tf_binding
+from migrator.project_tf import dynamic_bindings, found_twice, rebound_elsewhere, tf_binding
 
 #: libraries whose star exports hold no TF module (any other library's may: keras.backend's did)
 _PLAIN_LIBRARIES = frozenset({"math", "cmath", "os", "sys", "random", "itertools", "functools", "collections",
@@ -28,7 +28,7 @@ def star_binding(project, importer: str, stmt: ast.ImportFrom, name: str, depth:
     """The TF names ``stmt`` (``from M import *`` in ``importer``) may bind ``name`` to: empty
     when it binds nothing of that name, None when it may bind something else or cannot be told."""
     target = project.resolve(stmt.module or "", stmt.level, importer)
-    if target is not None and not stmt.level and _found_twice(project, stmt.module or "", importer):
+    if target is not None and not stmt.level and found_twice(project, stmt.module or "", importer):
         return None  # `from ops import *` in pkg/: Python 3 finds the root's ops.py, the index the one beside
     if target is None:
         root = (stmt.module or "").split(".")[0]
@@ -95,19 +95,6 @@ def _all_names(tree: ast.Module):
             isinstance(e, ast.Constant) and isinstance(e.value, str) for e in assigns[0].value.elts):
         return _UNKNOWN
     return {e.value for e in assigns[0].value.elts}
-
-
-def _found_twice(project, module: str, importer: str) -> bool:
-    """An absolute import the index finds both beside the importer and from the project's root:
-    which one Python loads depends on how the program was started."""
-    here = os.path.dirname(os.path.abspath(importer))
-    stem = os.path.join(here, *module.split("."))
-    beside = next((c for c in (stem + ".py", os.path.join(stem, "__init__.py")) if os.path.isfile(c)), None)
-    root = getattr(project, "root", None)
-    if beside is None or root is None or here == root:
-        return False
-    top = os.path.join(root, *module.split("."))
-    return any(os.path.isfile(c) and c != beside for c in (top + ".py", os.path.join(top, "__init__.py")))
 
 
 def _other_forms(stem: str) -> bool:

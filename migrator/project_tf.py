@@ -32,8 +32,8 @@ def imported_tf_names(project, path: str, source: str) -> dict:
         if not isinstance(node, ast.ImportFrom) or any(a.name == "*" for a in node.names):
             continue
         target = project.resolve(node.module or "", node.level, here)
-        if target is None:
-            continue
+        if target is None or not node.level and found_twice(project, node.module or "", here):
+            continue  # which of two `ops.py` Python loads depends on how the program was started
         for a in node.names:
             names = tf_binding(project, target, a.name)
             if names and rebound_elsewhere(project, target, {a.name}, also_with=here,
@@ -43,6 +43,19 @@ def imported_tf_names(project, path: str, source: str) -> dict:
                 key = "." * node.level + (f"{node.module}." if node.module else "") + a.name
                 out[key] = (names, a.asname or a.name)
     return out
+
+
+def found_twice(project, module: str, importer: str) -> bool:
+    """An absolute import the index finds both beside the importer and from the project's root:
+    which one Python loads depends on how the program was started."""
+    here = os.path.dirname(os.path.abspath(importer))
+    stem = os.path.join(here, *module.split("."))
+    beside = next((c for c in (stem + ".py", os.path.join(stem, "__init__.py")) if os.path.isfile(c)), None)
+    root = getattr(project, "root", None)
+    if beside is None or root is None or here == root:
+        return False
+    top = os.path.join(root, *module.split("."))
+    return any(os.path.isfile(c) and c != beside for c in (top + ".py", os.path.join(top, "__init__.py")))
 
 
 def tf_binding(project, path: str, name: str, depth: int = 0, stars=None) -> Optional[set]:
@@ -94,8 +107,9 @@ def _binding(project, path: str, name: str, depth: int, stars=None) -> Optional[
                     continue
                 inner = project.resolve(stmt.module or "", stmt.level, path)
                 further = tf_binding(project, inner, a.name, depth + 1) if inner is not None else None
-                if not further:
-                    return None
+                if not further or rebound_elsewhere(project, inner, {a.name}, also_with=path,
+                                                    among=may_hold_module(project, inner)):
+                    return None  # (`utils.grad = f` before ops.py copies it: an adversarial run)
                 targets |= further
         elif isinstance(stmt, ast.Assign) and any(_binds(t, name) for t in stmt.targets):
             if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):

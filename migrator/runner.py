@@ -22,11 +22,11 @@ from typing import Callable, Optional
 from migrator import files
 from migrator.model import IGNORED, MANUAL, OVERRIDE_MAP, PY_FUNC_GRADIENT, REGISTER_GRADIENT, FileResult
 from migrator.pipeline import (
-    ASKED_ALL, Options, RunIndex, import_names, imported_modules, may_have_sites, module_names_for,
+    ALIAS_LINE, ASKED_ALL, Options, RunIndex, import_names, imported_modules, may_have_sites, module_names_for,
 )
 from migrator.patches import gradients_patch_lines
 from migrator.astwalk import import_statements
-from migrator.project import MAX_BYTES as PROJECT_MAX_BYTES, Project, find_root
+from migrator.project import MAX_BYTES as PROJECT_MAX_BYTES, Project, find_root, project_for
 
 WRITE, DIFF, CHECK = "write", "diff", "check"
 OVERRIDE_KINDS = frozenset({OVERRIDE_MAP, REGISTER_GRADIENT, PY_FUNC_GRADIENT})
@@ -121,7 +121,7 @@ def migrate_bytes(raw: bytes, path: str, run: RunOptions) -> tuple[FileResult, b
 def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
     try:
         src = files.read_source(path, run.max_bytes)
-        if not may_have_sites(src.raw):
+        if not may_have_sites(src.raw) and path not in index.alias_importers:
             return FileResult(path)
         text, new, sites = _migrate_source(src, path, index, run)
     except files.FileError as e:  # ParseError and NotebookError are FileErrors
@@ -138,7 +138,7 @@ def _migrate_file(path: str, index: RunIndex, run: RunOptions) -> FileResult:
     return result
 
 
-def index_file(path: str, max_bytes: int) -> tuple[Optional[RunIndex], bool, Optional[list[int]]]:
+def index_file(path: str, max_bytes: int, prefilter: bool = True) -> tuple[Optional[RunIndex], bool, Optional[list[int]]]:
     """Pass 1 for one file: (its index, whether it holds overrides, the lines where it replaces
     ``tf.gradients``), or (None, False, lines) when the prefilter rules it out.
 
@@ -150,7 +150,7 @@ def index_file(path: str, max_bytes: int) -> tuple[Optional[RunIndex], bool, Opt
     """
     try:
         src = files.read_source(path, max_bytes)
-        if not may_have_sites(src.raw):
+        if prefilter and not may_have_sites(src.raw):
             return None, False, _patch_lines_on_disk(path, src.raw)
         part = RunIndex()
         _index_text(part, path, src.text)
@@ -215,16 +215,27 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
     results: dict[str, FileResult] = {}
     first, rest = [], []
     patched: dict[str, list[int]] = {}  # pass 1's answers for Project.gradients_patches
+    ruled_out = []
     for path, (part, overrides, lines) in zip(paths, _index_all(paths, run_opts, progress)):
         if lines is not None:
             patched[os.path.abspath(path)] = lines
         if part is None:
-            results[path] = FileResult(path)
-            if progress:
-                progress(1)  # nothing for pass 2 to do
+            ruled_out.append(path)
             continue
         index.merge(part)
         (first if overrides else rest).append(path)
+    for path in _alias_importers(index, ruled_out + sorted(index.quiet_paths & set(rest))):
+        if path in ruled_out:  # read after all: it calls a gradient API under a project's name for it
+            ruled_out.remove(path)
+            part, _overrides, _lines = index_file(path, run_opts.max_bytes, prefilter=False)
+            index.merge(part)
+            rest.append(path)
+        index.quiet_paths.discard(path)
+        index.alias_importers.add(path)
+    for path in ruled_out:
+        results[path] = FileResult(path)
+        if progress:
+            progress(1)  # nothing for pass 2 to do
     if len(first) + len(rest) > len(index.quiet_paths):  # some file may hold a gradient call
         index.gradients_patches = Project(index.root, index.sources).gradients_patches(patched)
     select = run_opts.options.select
@@ -238,6 +249,22 @@ def run(paths: list[str], run_opts: RunOptions, progress: Optional[Callable[[int
         for res in workers.run_halves(first, rest, left_manual, progress):
             results[res.path] = res
     return RunResult([results[p] for p in paths], time.monotonic() - start)
+
+
+def _alias_importers(index: RunIndex, paths: list[str]) -> list[str]:
+    """Those of ``paths`` (files no gradient API word made candidates) that import a gradient
+    API a project module hands on under another name (``from ops import grad``)."""
+    if not paths or index.root is None:
+        return []
+    project = project_for(index)
+    if not any(project.grep(w, ALIAS_LINE) != [] for w in (b"gradients", b"hessians", b"jacobian")):
+        return []  # no module hands on an API under another name (most trees): libcst stays unloaded
+    from migrator.project_alias import alias_exporters, uses_exported_alias
+
+    exporters = alias_exporters(project)
+    if not exporters:
+        return []  # (None: the project is too big to search; such files stay unread, a limit)
+    return [p for p in paths if not is_notebook(p) and uses_exported_alias(project, p, exporters)]
 
 
 class _Workers:

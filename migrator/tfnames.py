@@ -35,6 +35,10 @@ _PRIVATE = {
 }
 
 
+#: marks a name bound both to TF and to something else: no TF name (see ``tf_name``)
+MIXED = QualifiedName("<bound to TensorFlow and to something else>", QualifiedNameSource.LOCAL)
+
+
 def normalize(name: str) -> Optional[str]:
     """The public TF name for a qualified name, or None if it is not TensorFlow."""
     if name != "tensorflow" and not name.startswith("tensorflow."):
@@ -109,9 +113,11 @@ class _ScopeNames:
         return names
 
     def _expand(self, names):
-        extra = set()
+        extra: set = set()
+        unexplained = []  # bound to something that is not TF: another module, a call's result, ...
         for qn in names:
             head, _, rest = qn.name.partition(".")
+            before = len(extra)
             if qn.source == QualifiedNameSource.LOCAL and head in self._aliases:
                 extra |= {QualifiedName(t + ("." + rest if rest else ""), QualifiedNameSource.IMPORT)
                           for t in self._aliases[head]}
@@ -121,6 +127,12 @@ class _ScopeNames:
                     if qn.name == key or qn.name.startswith(key + "."):
                         tail = qn.name[len(key):]
                         extra |= {QualifiedName(t + tail, QualifiedNameSource.IMPORT) for t in targets}
+            if len(extra) == before and qn.source != QualifiedNameSource.BUILTIN and normalize(qn.name) is None:
+                unexplained.append(qn)
+        if unexplained and (extra or any(normalize(qn.name) is not None for qn in names)):
+            # `import tensorflow as tf` and `tf = other.make()`, `import other as tf` (adversarial
+            # runs): which binding a call reads is not TF's by the names alone
+            extra.add(MIXED)
         return set(names) | extra if extra else names
 
 
@@ -296,6 +308,8 @@ def tf_name(node: cst.CSTNode, wrapper_or_visitor) -> Optional[str]:
             if callable(names):  # a LazyValue from MetadataWrapper.resolve
                 names = names()
     except KeyError:
+        return None
+    if MIXED in names:
         return None
     found = {n for n in (normalize(qn.name) for qn in names) if n is not None}
     # one name, or none: a name bound to two TF APIs (`g = tf.hessians` on one branch,

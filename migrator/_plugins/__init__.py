@@ -28,6 +28,9 @@ class Plugin:
     order: int = 100
     #: byte patterns; a file that contains none of them cannot hold a site
     triggers: tuple[bytes, ...] = ()
+    #: also runs on files that call a gradient API only under a project module's name for it
+    #: (``from ops import grad``; ``RunIndex.alias_importers``), which hold none of the triggers
+    reads_api_aliases: bool = False
 
     def matches(self, data: bytes) -> bool:
         return any(t in data for t in self.triggers)

@@ -17,6 +17,7 @@ import libcst as cst
 from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
 from migrator.model import HESSIANS, TF_GRADIENTS
+from migrator.project_alias import API_NAMES
 from migrator.project_reach import namespace_reach
 from migrator.project_tf import may_hold_module, rebound_elsewhere, tf_module_name
 from migrator.tfnames import TF_MODULES, dotted, normalize
@@ -36,6 +37,18 @@ def starred_heads(qn) -> set:
     """Names only a star import of a project module binds, to TF (``tf`` after ``from ops import *``)."""
     imported = qn.imported() if hasattr(qn, "imported") else {}
     return {bound for key, (_names, bound) in imported.items() if key.startswith("*")}
+
+
+def imported_api_aliases(qn) -> dict:
+    """``from ops import grad`` where the project's ops.py binds ``grad`` only to a gradient API:
+    bound name -> that API (its import is dead once every call is a tape)."""
+    imported = qn.imported() if hasattr(qn, "imported") else {}
+    out = {}
+    for key, (names, bound) in imported.items():
+        apis = {normalize(n) for n in names}
+        if not key.startswith("*") and "." not in bound and len(apis) == 1 and apis <= API_NAMES:
+            out[bound] = apis.pop()
+    return out
 
 
 def guarded_alias(calls: list, wrapper) -> Optional[str]:
@@ -83,6 +96,14 @@ def report_unrewritable(rewrite) -> None:
     stars = [st for st in rewrite.module.body if isinstance(st, cst.SimpleStatementLine) for small in st.body
              if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)]
     for node in f.unresolved:
+        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("gradients", "hessians")):
+            # `from ops import grad` (ops: `grad = tf.gradients`) and `from other import grad`
+            apis = {normalize(q.name) for q in rewrite.qn.get(node.func, set())}
+            rewrite._site(node, HESSIANS if "tensorflow.hessians" in apis else TF_GRADIENTS, "TFG128",
+                          f"`{rewrite.code(node.func)}` here is bound to a TF gradient API and "
+                          "to something else, so the migrator cannot tell which one this call runs; import only "
+                          "one of them under this name and re-run, or rewrite it with a tf.GradientTape by hand")
+            continue
         head = dotted(node.func.value)
         kind = HESSIANS if node.func.attr.value == "hessians" else TF_GRADIENTS
         if stars and not rewrite.qn.get(node.func.value, set()):  # no binding but what `import *` brings

@@ -17,7 +17,7 @@ from migrator._plugins._grad_hidden import runs_code
 from migrator._plugins._grad_model import Call, Refuse
 from migrator._plugins._grad_order import none_tested, order_problem
 from migrator._plugins._grad_values import nested_python_list
-from migrator.tfnames import TF_MODULES, LazyQualifiedNameProvider, dotted, normalize, tf_name
+from migrator.tfnames import MIXED, TF_MODULES, LazyQualifiedNameProvider, dotted, normalize, tf_name
 
 GRADIENTS = "tensorflow.gradients"
 HESSIANS_API = "tensorflow.hessians"
@@ -86,6 +86,8 @@ class Find(cst.CSTVisitor):
         if name is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("gradients", "hessians") \
                 and dotted(node.func.value) in TF_HEADS:
             self.unresolved.append(node)
+        elif name is None and _mixed_api(self.get_metadata(LazyQualifiedNameProvider, node.func, set())):
+            self.unresolved.append(node)  # `grad` bound to tf.gradients and to another module's function
         if name is not None and name.rsplit(".", 1)[-1] in ("Session", "InteractiveSession", "MonitoredSession",
                                                             "MonitoredTrainingSession", "SingularMonitoredSession"):
             self.session = True
@@ -438,6 +440,10 @@ def chain_items(expr: cst.BaseExpression) -> Optional[list]:
             out.append((k, el.value))
         return out
     return None
+
+
+def _mixed_api(names) -> bool:
+    return MIXED in names and any(normalize(q.name) in APIS for q in names)
 
 
 #: how code spells the TF module: `tf.gradients` under one of these that is not the TF import

@@ -42,7 +42,9 @@ from migrator._plugins._grad_callers import (
     source_structure,
 )
 from migrator._plugins._grad_methods import attribute_evidence, closed_method, method_param_structure, method_verdict
-from migrator._plugins._grad_alias import file_tf_alias, rebinds_head, report_unrewritable, starred_heads
+from migrator._plugins._grad_alias import (
+    file_tf_alias, imported_api_aliases, rebinds_head, report_unrewritable, starred_heads,
+)
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import BlockScope, Call, Item, Refuse
 from migrator._plugins._grad_home import home
@@ -74,9 +76,10 @@ class GradientsPlugin(Plugin):
     name = "gradients"
     order = 20
     triggers = (b"gradients", b"hessians", b"jacobian")
+    reads_api_aliases = True
 
     def rewrite(self, module: cst.Module, ctx) -> cst.Module:
-        if not may_have_candidates(ctx.text or module.code):
+        if not may_have_candidates(ctx.text or module.code) and ctx.path not in ctx.index.alias_importers:
             return module  # metadata is the expensive part: skip it when no name can match
         return GradientRewrite(module, ctx).run()
 
@@ -153,7 +156,7 @@ class GradientRewrite:
             return self.module
         tf_alias, need_import = (f.tf_alias, False) if f.tf_alias else (self.names.fresh("tf"), True)
         out = self.module.visit(Apply(replacements, plans, Codegen(tf_alias)))
-        kept = {a: q for a, q in f.api_aliases.items()
+        kept = {a: q for a, q in {**f.api_aliases, **imported_api_aliases(self.qn)}.items()
                 if not still_used(a, self.ctx.source, self.ctx.path, self.project)}  # a re-export, __all__
         out = remove_dead_imports(self.module, out, kept)
         return add_tf_import(out, tf_alias) if need_import else out
