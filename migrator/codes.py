@@ -26,9 +26,9 @@ CODES: dict[str, tuple[str, str]] = {
                "fix the map in TF1 first; the migrator does not guess the intent"),
     "TFG105": ("registered gradient function uses something with no TF2 equivalent (op.name, op.node_def, op.get_attr of an unknown attribute, ...)",
                "rewrite the gradient by hand as a tf.custom_gradient grad_fn"),
-    "TFG106": ("gradient name in the map has no registration in this file (none in the run, or one in another file)",
-               "pass the file that registers it in the same run; if it is registered in another file, move the "
-               "registration into the file that enters the map; or migrate by hand"),
+    "TFG106": ("gradient name in the map has no registration in this file, and the one in another project file cannot be copied here (or there is none)",
+               "let the map name one registration of a plain module-level function, in this file or in a module it "
+               "imports whose globals this file binds the same way; or migrate by hand"),
     "TFG107": ("graph object is not known to be a TensorFlow graph (look-alike method)",
                "nothing to do if this is not TensorFlow; otherwise enter the map on tf.get_default_graph(), or inside `with graph.as_default():`"),
     "TFG108": ("an op of an overridden type is created in a way the migrator cannot wrap (inside a library function, or with arguments it cannot map to op inputs)",

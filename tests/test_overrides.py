@@ -189,8 +189,8 @@ def test_unmigrated_override_blocks_tf_gradients_in_the_same_file():
 
 
 def test_cross_file_registration_is_reported_with_its_location(tmp_path):
-    (tmp_path / "grads.py").write_text(
-        'import tensorflow as tf\n\n\n@tf.RegisterGradient("Twice")\ndef _twice(op, grad):\n    return 2.0 * grad\n'
+    (tmp_path / "grads.py").write_text(  # K: a global of grads.py, so the function cannot be copied
+        'import tensorflow as tf\nK = 2.0\n\n@tf.RegisterGradient("Twice")\ndef _twice(op, grad):\n    return K * grad\n'
     )
     user = 'import tensorflow as tf\nimport grads\n\n\ndef f(x):\n    with tf.get_default_graph().gradient_override_map({"Identity": "Twice"}):\n        return tf.identity(x)\n'
     (tmp_path / "user.py").write_text(user)
@@ -201,6 +201,7 @@ def test_cross_file_registration_is_reported_with_its_location(tmp_path):
     assert site.code == "TFG106" and "grads.py:4" in site.reason
     # true of a file in the run: it said "pass the file that registers it in the same run" to a run that had
     assert "same run" not in site.reason and "move the registration into this file" in site.reason
+    assert "reads `K`" in site.reason  # why the function cannot be copied here
     # the registration stays: the other file still needs it
     assert "RegisterGradient" in (tmp_path / "grads.py").read_text()
 

@@ -55,7 +55,8 @@ TFG122, since a tape would ignore it).  Each migrated site lists its proofs
 4. **Link each value to its gradient.** Built-in targets (`Identity`,
    `StopGradient`, `Neg`, `Sign`, `Floor`/`Round`/`Ceil`/`Rint`, `Add`/`AddV2`)
    are inlined with TF's exact semantics (§2.3); a registered name is linked to
-   its `RegisterGradient` in the same file (elsewhere: TFG106, whose reason names the file).
+   its `RegisterGradient` in the same file, or one in a module the file imports whose function
+   can be copied into it (T2 in soundness.md; otherwise TFG106, whose reason names the file and why).
 5. **Find every op of a mapped type the block makes, exactly.** Through the op
    table (`tools/gen_op_table.py`) and its variants (`tools/gen_op_variants.py`):
    the op a call makes can depend on the dtype (a cast to the same dtype makes
@@ -167,6 +168,8 @@ RULES = [
     ("ov_refuse_other_default_graph", "Manual: a module-level graph while another graph may be the default (TFG116)", ""),
     ("ov_refuse_identity_read", "Manual: the program reads the wrapped op (TFG115)", ""),
     ("ov_refuse_op_read_after_pass", "Manual: the result is passed to a function of the program that may read its op (TFG115)", "`describe(quantize(x))`, and `describe` reads `t.op.type`."),
+    ("ov_registration_in_imported_module", "A gradient registered in a module the file imports", "Each registered function is copied into the file that enters the map (appended while planning, so no line moves, then placed after the imports) and becomes its helper there; `grads.py` is left as it is, registration included, for any other code that names the gradient. Every global name the function reads (`tf` here) must mean the same in both modules: one unconditional import of the same library, or a builtin neither binds. The gradient must be registered once in the project, by a module-level def this file imports, and nowhere under a name built at run time."),
+    ("ov_refuse_copy_reads_module_global", "Manual: the registered function reads its own module's setting (TFG106)", "Copied into `before.py`, `_scaled_grad` would read a `SCALE` that module does not have; the reason says so."),
     ("ov_refuse_registration_shared", "Manual: another file needs the registration (TFG112)", "`layers.py` names the gradient too: its block is manual (TFG106), so this registration must stay."),
     ("ov_refuse_direct_call", "Manual: the registered function is also called directly (TFG113)", ""),
     ("ov_refuse_register_once", "Manual: a registration behind a register-once guard (TFG114)", "The guard kept TF1 from registering twice; a helper left inside the `if` would be missing on the second call.  The reason says what to do: define the function outside the `if`, then re-run."),

@@ -447,14 +447,19 @@ class Prover:
             raise Refuse("TFG106", f"gradient {label} is registered more than once in this file")
         elsewhere = self.ctx.index.registrations.get(ref[1], []) if ref[0] == "lit" else []
         elsewhere = [r for r in elsewhere if r.path != self.ctx.path]
+        copy = self.ctx.facts.get("transplant_refused", {}).get(ref[1]) if ref[0] == "lit" else None
         if elsewhere:
             raise Refuse("TFG106", f"gradient {label} is registered in another file ({elsewhere[0].path}:"
-                                   f"{elsewhere[0].line}), and the migrator does not rewrite an override across "
-                                   "files; move the registration into this file and re-run, or migrate by hand")
+                                   f"{elsewhere[0].line}), and its function cannot be copied here: "
+                                   f"{copy or 'see the report'}; move the registration into this file and re-run, "
+                                   "or migrate by hand")
         if ref[0] == "lit" and ref[1] in optable.all_op_types():
             raise Refuse("TFG106", f"{label} names TF's own gradient of the {label} op, which the migrator inlines only "
                                    f"for {', '.join(sorted(BUILTIN_TARGETS))}; write that gradient as a "
                                    "tf.custom_gradient grad_fn")
+        if ref[0] == "lit" and copy is not None and not copy.startswith("no project file"):
+            raise Refuse("TFG106", f"gradient {label} is registered outside this run, and its function cannot be "
+                                   f"copied here: {copy}; migrate by hand")
         if ref[0] == "lit":
             raise Refuse("TFG106", f"gradient {label} is not a built-in and has no RegisterGradient in this run")
         raise Refuse("TFG106", f"cannot link the gradient name {label} to a RegisterGradient call")

@@ -50,6 +50,10 @@ class RegistrationProof:
             raise Refuse("TFG114", f"the function registered at line {reg.line} is defined in a class body, where "
                                    "the methods that make the op cannot see it; migrate by hand")
         node = reg.fn if reg.decorator is not None else reg.stmt
+        copied = self.p.ctx.facts.get("transplanted", {}).get(reg.key[1]) if reg.key[0] == "lit" else None
+        if copied is not None:  # appended to the module; the helper it becomes is moved after the imports
+            ev.prove(f"the helper copied from {copied[1]} is defined right after this file's imports")
+            return
         if node is None or all(self._runs_before(node, b.node) for b in blocks):
             if reg.enclosing:
                 ev.prove(f"the registration at line {reg.line} runs before the block on every path")
@@ -94,7 +98,8 @@ class RegistrationProof:
             ev.prove(f"gradient name `{reg.key[2]}` is built at run time here: no other code can name it")
             return
         name = reg.key[1]
-        uses, why = gradient_name_uses(self.project, name) if self.project is not None else ([], "")
+        copied = self.p.ctx.facts.get("transplanted", {}).get(name)
+        uses, why = gradient_name_uses(self.project, name) if self.project is not None and copied is None else ([], "")
         if uses is None:
             raise Refuse("TFG112", f"cannot tell whether other code uses gradient {name!r}: {why}; "
                                    "migrate by hand")
@@ -109,6 +114,9 @@ class RegistrationProof:
             if s.evaluated_value == name and s not in allowed:
                 raise Refuse("TFG112", f"line {self.found.line(s)} reads gradient name {name!r} (a registry "
                                        "lookup?); removing the registration would change it; migrate by hand")
+        if copied is not None:  # a copy of another file's registration: that one stays for its users
+            ev.prove(f"the registration of {name!r} in {copied[1]} stays; this file's copy serves only its maps")
+            return
         n = len(self.p.reach() or [self.p.path])
         ev.prove(f"registration {name!r} is used by no other file (searched the project)"
                  if n else f"registration {name!r} is used by no other file")
