@@ -369,3 +369,29 @@ def test_a_tensor_hidden_from_the_flow_is_refused(tmp_path, name):
     (result,) = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options())).results
     assert result.sites and all(s.status == MANUAL for s in result.sites), [
         (s.status, s.reason[:120]) for s in result.sites]
+
+
+EWC = """\
+import tensorflow as tf
+
+
+class Net:
+    def __init__(self, x):
+        self.w = tf.Variable(tf.ones([4, 3]))
+        self.thetas = [self.w]
+        self.out = tf.reduce_sum(tf.matmul(x, self.w), 0)
+
+    def grads(self):
+        return tf.gradients(tf.math.log(self.out[0]), {sources})
+"""
+
+
+@pytest.mark.parametrize("sources", ["self.thetas", "[self.w]", "self.thetas[:]"])
+def test_sources_held_in_a_list_are_its_items(tmp_path, sources):
+    """`self.thetas = [self.w]`, and `self.out` made from `self.w`: TF1 differentiated through
+    `self.out`, a tape in `grads` sees none of it (a held-out EWC shape got None for every source)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    path = write(tmp_path, "net.py", EWC.format(sources=sources))
+    res = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options()))
+    (site,) = res.results[0].sites
+    assert site.status == MANUAL and site.code in ("TFG124", "TFG130"), site.reason

@@ -681,3 +681,18 @@ def test_a_composite_api_the_source_does_not_show_equal_to_its_ops_stays_manual(
     assert out == src, out
     block = next(s for s in sites if s.kind == "override_map")
     assert block.status == MANUAL
+
+
+@pytest.mark.parametrize("src", [
+    "import tensorflow as tf\ng = tf.Graph()\nwith g.as_default(), g.gradient_override_map({'Relu': 'Identity'}):\n"
+    "    y = tf.nn.relu(tf.constant([1.0]))\n",
+    "import tensorflow as tf\nwith tf.Graph().as_default() as g, g.gradient_override_map({'Relu': 'Identity'}):\n"
+    "    y = tf.nn.relu(tf.constant([1.0]))\n",
+    "import contextlib\nimport tensorflow as tf\n\n\n@contextlib.contextmanager\ndef using(graph, m):\n"
+    "    with graph.as_default(), graph.gradient_override_map(m):\n        yield\n",
+])
+def test_a_map_entered_beside_as_default_is_reported(src):
+    """`with g.as_default(), g.gradient_override_map(...)` (a held-out corpus, GEDI-ORDER's
+    guided backprop) was neither migrated nor reported."""
+    out, sites = migrate(src)
+    assert out == textwrap.dedent(src) and codes(sites) == [("override_map", "TFG110", "manual")]

@@ -115,7 +115,20 @@ def _seeds(flow: ObjectFlow, node: ast.FunctionDef, source_params, source_keys) 
             seeds.append(("attr", parts[1]))
             continue
         return None
-    return seeds
+    return _with_items(flow, seeds)
+
+
+def _with_items(flow: ObjectFlow, seeds: list) -> list:
+    """The seeds and what they hold, two levels deep: sources given as a list (`self.thetas =
+    [self.w]`) are its items, and a value computed from `self.w` depends on them (a held-out
+    EWC shape: `self.out` was taken to be independent of `self.thetas`, and the tape gave None).
+    Taking the items out makes the display's items one object with them, as `tf.gradients` did."""
+    out = list(seeds)
+    for s in seeds:
+        item = flow.elem(s)
+        out += [item, flow.elem(item)]
+    flow._taint.clear()  # the groups changed
+    return out
 
 
 def attribute_evidence(rw, fn: cst.FunctionDef, key: str, source_params, source_keys) -> Optional[str]:

@@ -345,11 +345,20 @@ def _report_refusals(p: Planner, refused: dict) -> None:
         p.sites.append(Site(OVERRIDE_MAP, e.code, b.line, b.col, MANUAL, reason))
         p.ctx.facts.setdefault("manual_overrides", []).append(b.line)
     for graph, scope, line, col_ in p.col.escaping:
-        if not p.prover.is_graph(graph, scope):
+        if not p.prover.is_graph(graph, scope) and not _may_be_graph(p, graph, scope):
             continue  # a look-alike method that is not entered by a with: nothing to say
         reason = f"{codes.title('TFG110')}; {codes.advice('TFG110')}"
         p.sites.append(Site(OVERRIDE_MAP, "TFG110", line, col_, MANUAL, reason))
         p.ctx.facts.setdefault("manual_overrides", []).append(line)
+
+
+def _may_be_graph(p: Planner, expr, scope) -> bool:
+    # `tf.Graph()`, a name bound only to one, or a parameter (`with g.as_default(), g.gradient_override_map(m):`)
+    if isinstance(expr, cst.Call):
+        return p.col.tf(expr) == "tensorflow.Graph"
+    bound = scope.lookup_assigns(expr.value) if isinstance(expr, cst.Name) else []
+    return bool(bound) and all(_may_be_graph(p, v, scope) for _s, v in bound) or \
+        isinstance(expr, cst.Name) and expr.value in scope.params
 
 
 def _convert_passed_functions(p: Planner, reg: Registration, cands: list[Candidate], ev: Evidence) -> HelperSpec:
