@@ -71,6 +71,10 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
                 node.args[0].id in ("self", "cls") and id(node) in methods or own and node.args[0].id not in modules
                 or id(node) in made_here):
             reads.add(id(node.func))  # `setattr(self, name, v)` in a method sets an instance's attribute
+    # `del mat["__globals__"]`, `k not in ("__header__", "__globals__")`: keys of a `loadmat` dict
+    # (a held-out corpus); deleting a key or comparing with one writes no namespace
+    inert = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) or isinstance(n, ast.Subscript) and
+             isinstance(n.ctx, ast.Del) for c in ast.walk(n) if isinstance(c, ast.Constant)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in _REACHING_BUILTINS and id(node) not in reads \
                 and node.id not in shadowed:
@@ -96,7 +100,8 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
             if isinstance(node, ast.ImportFrom) and node.module in ("builtins", "sys", "functools") and any(
                     a.name in _REACHING_BUILTINS | {"modules", "_getframe"} for a in node.names):
                 return f"from {node.module} import ..."
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _REACHING_STRINGS:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _REACHING_STRINGS \
+                and id(node) not in inert:
             return repr(node.value)
     return None
 

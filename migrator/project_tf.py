@@ -184,7 +184,10 @@ def dynamic_bindings(tree: ast.Module, stars: bool = True) -> bool:
         if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in (
                 "import_module", "reload"):
             return True
-        if isinstance(node, (ast.Delete, ast.Match)) or stars and isinstance(node, ast.ImportFrom) and \
+        # `del mat["__globals__"]` deletes a key: only a name (or an attribute) unbinds one
+        if isinstance(node, ast.Delete) and any(not isinstance(t, ast.Subscript) for t in node.targets):
+            return True
+        if isinstance(node, ast.Match) or stars and isinstance(node, ast.ImportFrom) and \
                 any(a.name == "*" for a in node.names):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_BINDERS:

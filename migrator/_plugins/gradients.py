@@ -45,6 +45,7 @@ from migrator._plugins._grad_methods import attribute_evidence, closed_method, m
 from migrator._plugins._grad_alias import (
     file_tf_alias, imported_api_aliases, rebinds_head, report_unrewritable, starred_heads,
 )
+from migrator._plugins._grad_fresh import fresh_sources
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import BlockScope, Call, Item, Refuse
 from migrator._plugins._grad_home import home
@@ -301,8 +302,10 @@ class GradientRewrite:
     def param_verdict(self, fn: cst.FunctionDef, param: str, source_params: list, source_keys=()) -> Verdict:
         key = (id(fn), param, tuple(source_params), source_keys)
         if key not in self._verdicts:
-            sig = self._signature(fn)
-            if sig is None:
+            sig, fresh = self._signature(fn), fresh_sources(fn, source_keys, self.qn) if not source_params else None
+            if fresh:
+                self._verdicts[key] = Verdict(True, evidence=fresh)
+            elif sig is None:
                 self._verdicts[key] = method_verdict(self, fn, param, source_params, source_keys) or Verdict(
                     False, evidence=f"`{fn.name.value}` is a method or a nested function, whose callers cannot all "
                                     "be listed")

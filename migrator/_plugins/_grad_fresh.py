@@ -1,0 +1,81 @@
+"""Sources the function makes itself: no parameter of that function can depend on them.
+
+VAT's power iteration (``d = tf.random_normal(tf.shape(x))``, then ``d = 1e-6 * d`` and
+``tf.gradients(dist, [d])`` in a loop) was refused with the condition "parameter ``x`` does
+not depend on ``[d]``": vacuous, since ``x`` was bound when the call began and every value
+``d`` holds is made later, inside the call.  That holds when every binding of each source in
+the function makes a new tensor: a TF call that always does (never one that may hand back its
+argument, as ``tf.cast`` to the same dtype or ``tf.convert_to_tensor`` do), arithmetic on such
+values and numbers, or another such source.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from migrator.tfnames import tf_name
+
+#: TF calls whose result is always a new tensor made from no argument's object
+_MAKERS = frozenset({
+    "tensorflow.random_normal", "tensorflow.random.normal", "tensorflow.random_uniform", "tensorflow.random.uniform",
+    "tensorflow.truncated_normal", "tensorflow.random.truncated_normal", "tensorflow.zeros", "tensorflow.ones",
+    "tensorflow.zeros_like", "tensorflow.ones_like", "tensorflow.fill", "tensorflow.stop_gradient",
+})
+
+
+def fresh_sources(fn: cst.FunctionDef, keys, qn) -> Optional[str]:
+    """Why no parameter of ``fn`` can depend on the sources ``keys``, or None."""
+    names = set(keys)
+    params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
+    if not names or any("." in k or not k.isidentifier() for k in names) or names & params:
+        return None
+    values: dict = {n: [] for n in names}
+    todo = list(fn.body.children) if isinstance(fn.body, cst.IndentedBlock) else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue  # their own scopes (a `nonlocal` there is found below, in their bodies, by no one: refuse)
+        if isinstance(node, (cst.Global, cst.Nonlocal)) and {n.name.value for n in node.names} & names:
+            return None
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, cst.Name) and t.value in names:
+                    if node.value is None:
+                        return None
+                    values[t.value].append(node.value)
+                elif any(isinstance(n, cst.Name) and n.value in names for n in _walk(t)):
+                    return None  # unpacked, or an item set: not followed
+        elif isinstance(node, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr, cst.AsName, cst.ExceptHandler)):
+            target = getattr(node, "target", None) or getattr(node, "name", None)
+            if target is not None and any(isinstance(n, cst.Name) and n.value in names for n in _walk(target)):
+                return None
+        todo += list(node.children)
+    nested = any(isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) for n in _walk(fn.body))
+    if nested or any(not vs or not all(_fresh(v, names, qn) for v in vs) for vs in values.values()):
+        return None
+    shown = ", ".join(f"`{n}`" for n in sorted(names))
+    return f"{shown} {'is' if len(names) == 1 else 'are'} made inside `{fn.name.value}` by calls that make new " \
+           "tensors, after its parameters were bound"
+
+
+def _fresh(e: cst.BaseExpression, names: set, qn) -> bool:
+    if isinstance(e, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(e, cst.Name):
+        return e.value in names
+    if isinstance(e, cst.BinaryOperation):
+        return _fresh(e.left, names, qn) and _fresh(e.right, names, qn) and not (
+            isinstance(e.left, (cst.Integer, cst.Float)) and isinstance(e.right, (cst.Integer, cst.Float)))
+    if isinstance(e, cst.UnaryOperation):
+        return _fresh(e.expression, names, qn)
+    return isinstance(e, cst.Call) and tf_name(e, qn) in _MAKERS
+
+
+def _walk(node: cst.CSTNode):
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo += list(n.children)
