@@ -114,16 +114,36 @@ def tf_api_patch_nodes(tree: ast.AST) -> list[ast.AST]:
     alias, a tuple target, an annotation, a ``for`` target, ``setattr``, ``__dict__``): the call
     then makes other ops than TF's, which an override map keyed by op type does not see (an
     adversarial run: a migrated ``custom_gradient`` applied the override TF1 never applied)."""
-    tf_names: set = set()
+    return [node for node, _path in tf_api_patch_paths(tree)]
+
+
+def tf_api_patch_paths(tree: ast.AST) -> list[tuple[ast.AST, Optional[str]]]:
+    """:func:`tf_api_patch_nodes`, each with the dotted TF path it replaces
+    (``tensorflow.compat.v1.get_variable``), or None when that is not one literal path (a
+    subscript, ``setattr`` with a computed name, a namespace update, ``del``, a module alias
+    bound more than once)."""
+    mods: dict = {}  # name -> the TF module path it is bound to (None: bound to several)
+
+    def bind(name: str, path: Optional[str]) -> None:
+        mods[name] = path if name not in mods or mods[name] == path else None
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            tf_names |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] == "tensorflow"}
+            for a in node.names:
+                if a.name.split(".")[0] == "tensorflow":
+                    bind(a.asname or "tensorflow", a.name if a.asname else "tensorflow")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tensorflow" and not node.level:
-            tf_names |= {a.asname or a.name for a in node.names if a.name != "*"}
+            for a in node.names:
+                if a.name != "*":
+                    bind(a.asname or a.name, f"{node.module}.{a.name}")
     for _ in range(2):  # `nn = tf.nn`, `relu_mod = nn`
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and _root(node.value) in tf_names:
-                tf_names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+            if isinstance(node, ast.Assign) and _root(node.value) in mods:
+                path = _path(node.value, mods)
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and (t.id not in mods or mods[t.id] != path):
+                        bind(t.id, path)
+    tf_names = set(mods)
     if not tf_names:
         return []
     out = []
@@ -137,17 +157,33 @@ def tf_api_patch_nodes(tree: ast.AST) -> list[ast.AST]:
             targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
         elif isinstance(node, ast.Delete):
             targets = node.targets
-        for t in targets:
-            if any(isinstance(x, (ast.Attribute, ast.Subscript)) and _root(x) in tf_names for x in _flat(t)):
-                out.append(node)
-                break
-        if isinstance(node, ast.Call) and (
-                isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.args
-                and _root(node.args[0]) in tf_names
-                or isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "__setitem__", "setdefault")
-                and _is_namespace(node.func.value) and _root(node.func.value) in tf_names):
-            out.append(node)
+        hit = [x for t in targets for x in _flat(t) if isinstance(x, (ast.Attribute, ast.Subscript))
+               and _root(x) in tf_names]
+        if hit:
+            paths = {_path(x, mods) if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) else None
+                     for x in hit}
+            out.append((node, paths.pop() if len(paths) == 1 else None))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
+                and node.args and _root(node.args[0]) in tf_names:
+            attr = node.args[1] if len(node.args) > 1 else None
+            base = _path(node.args[0], mods)
+            literal = node.func.id == "setattr" and isinstance(attr, ast.Constant) and isinstance(attr.value, str)
+            out.append((node, f"{base}.{attr.value}" if literal and base else None))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("update", "__setitem__", "setdefault") and _is_namespace(node.func.value) \
+                and _root(node.func.value) in tf_names:
+            out.append((node, None))
     return out
+
+
+def _path(node: ast.AST, mods: dict) -> Optional[str]:
+    """``tf.nn.relu`` -> ``tensorflow.nn.relu`` (the root's module path); None otherwise."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    base = mods.get(node.id) if isinstance(node, ast.Name) else None
+    return ".".join([base] + parts[::-1]) if base else None
 
 
 def _flat(target: ast.AST) -> list:

@@ -25,7 +25,7 @@ from migrator.astwalk import code_words, import_statements, statements
 from migrator.files import DEFAULT_EXCLUDES, FileError, python_script, raw_holds, source_encoding
 from migrator.notebook import notebook_code
 from migrator.patches import (
-    GRAPH_GRADIENT_MAPS, gradients_patch_lines, may_patch_tf, registry_use_lines, tf_api_patch_nodes, word_lines,
+    GRAPH_GRADIENT_MAPS, gradients_patch_lines, may_patch_tf, registry_use_lines, tf_api_patch_paths, word_lines,
 )
 from migrator.project_calls import CallSite, calls_of, dotted, local_names_for, reexported
 
@@ -321,14 +321,16 @@ class Project:
     def tf_api_patches(self, path: str) -> list[Location]:
         """Statements in ``path`` or the project files it imports directly that replace
         something on a TF module (``tf.nn.relu = f``; :func:`migrator.patches.tf_api_patch_nodes`).
-        A file that imports ``path`` and patches TF before calling it is not looked at (a limit)."""
-        for p in [os.path.abspath(path)] + sorted(self.import_closure(path, depth=1)):
+        A file that imports ``path`` and patches TF before calling it is not looked at (a limit).
+        Each location's text is the TF path replaced (``tensorflow.get_variable``), or "" when the
+        statement does not show one."""
+        files = [os.path.abspath(path)] + sorted(self.import_closure(path, depth=1))
+        for p in files:
             if p not in self._api_patches:
                 tree = self.tree(p) if may_patch_tf(self.text(p) or "") else None  # most files: no parse
-                self._api_patches[p] = [Location(p, n.lineno, "") for n in tf_api_patch_nodes(tree)] if tree else []
-            if self._api_patches[p]:
-                return self._api_patches[p]  # one is enough: every block of the file is refused
-        return []
+                self._api_patches[p] = [Location(p, n.lineno, target or "") for n, target in
+                                        tf_api_patch_paths(tree)] if tree else []
+        return [loc for p in files for loc in self._api_patches[p]]
 
     def registry_patches(self) -> Optional[list[Location]]:
         """Code anywhere in the project that reaches into TF's gradient registry (as SHAP's

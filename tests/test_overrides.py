@@ -696,3 +696,64 @@ def test_a_map_entered_beside_as_default_is_reported(src):
     guided backprop) was neither migrated nor reported."""
     out, sites = migrate(src)
     assert out == textwrap.dedent(src) and codes(sites) == [("override_map", "TFG110", "manual")]
+
+
+BWN = """
+import tensorflow as tf
+
+
+def binarize(x, s):
+    with tf.get_default_graph().gradient_override_map({{"Sign": "Identity"}}):
+        {body}
+"""
+
+
+@pytest.mark.parametrize("body, code", [
+    # TF1 never promotes: `x / E` with `E` real (|x| is real even for a complex `x`) is real
+    ("E = tf.stop_gradient(tf.reduce_mean(tf.abs(x)))\n        return tf.sign(x / E) * E", "TFG001"),
+    ("return tf.sign(tf.abs(x))", "TFG001"),
+    ("return tf.sign(x * tf.cast(s, tf.float32))", "TFG001"),
+    ("return tf.sign(x / s)", "TFG111"),  # nothing shows a dtype
+    ("return tf.sign(x * tf.cast(s, tf.complex64))", "TFG007"),  # complex: Sign of it makes no Sign op
+])
+def test_an_operand_of_known_dtype_fixes_the_other(body, code):
+    src = BWN.format(body=body)
+    out, sites = migrate(src)
+    (site,) = [s for s in sites if s.kind == "override_map"]
+    assert site.code == code, site.reason
+    if code == "TFG111":
+        assert out == textwrap.dedent(src)
+
+
+QUANT = """import tensorflow as tf
+{patch}
+
+
+def quantize(x, k):
+    n = float(2 ** k - 1)
+    with tf.get_default_graph().gradient_override_map({{"Round": "Identity"}}):
+        return {body}
+"""
+
+
+@pytest.mark.parametrize("patch, body, migrated", [
+    # a custom getter's patch (a held-out corpus): the block calls no replaced API
+    ("_orig = tf.get_variable\n\n\ndef patch():\n    tf.get_variable = lambda *a, **k: _orig(*a, **k)", "tf.round(x * n) / n", True),
+    ("setattr(tf, 'get_variable', None)", "tf.round(x * n) / n", True),
+    ("tf.round = lambda v: v", "tf.round(x * n) / n", False),  # the very API the block calls
+    ("tf1 = tf.compat.v1\ntf1.round = lambda v: v", "tf.round(x * n) / n", False),  # compat.v1 is the same name
+    ("tf.math = None", "tf.math.round(x * n) / n", False),  # a module the call goes through
+    ("setattr(tf, NAME, None)", "tf.round(x * n) / n", False),  # a computed name
+    ("tf.Tensor.__mul__ = lambda a, b: a", "tf.round(x * n) / n", False),  # an operator's method
+    ("tf.get_variable = None\n\n\ndef helper(v):\n    return tf.round(v)", "helper(x * n) / n", False),
+])
+def test_a_replaced_tf_api_refuses_only_blocks_it_can_reach(tmp_path, patch, body, migrated):
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "quant.py"
+    src = QUANT.format(patch=patch, body=body)
+    path.write_text(src)
+    res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK, keep_text=True)).results[0]
+    (site,) = [s for s in res.sites if s.kind == "override_map"]
+    assert (site.status == "migrated") is migrated, site.reason
+    if not migrated:
+        assert site.code == "TFG101" and "replaced at quant.py" in site.reason and not res.changed

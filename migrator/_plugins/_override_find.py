@@ -38,7 +38,7 @@ class Collector(cst.CSTVisitor):
         self.escaping: list[tuple[cst.BaseExpression, Scope, int, int]] = []  # (the graph, ...)
         self._called: set[int] = set()  # ids of the funcs of calls seen
         self.graph_withs: list[cst.With] = []  # `with <tf graph>.as_default():` statements
-        self.api_patch = None  # a statement that replaces something on a TF module (set by the planner)
+        self.api_patches: list = []  # statements that replace something on a TF module (set by the planner)
 
     def tf(self, node: cst.CSTNode) -> Optional[str]:
         """The TF name of ``node``; None also when it may be two (bound on two branches)."""

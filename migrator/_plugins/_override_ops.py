@@ -10,7 +10,6 @@ to the other input's dtype, and a custom_gradient parameter would not).
 from __future__ import annotations
 
 import builtins
-import os
 from typing import Optional
 
 import libcst as cst
@@ -20,6 +19,7 @@ from migrator._plugins._override_args import no_packed_list, op_changing_args, s
 from migrator._plugins._override_composite import expansion_hint
 from migrator._plugins._override_flow import value_at
 from migrator._plugins._override_model import Block, Candidate, Evidence, Refuse, Scope, code, is_literal
+from migrator._plugins._override_patches import api_patch_refusal
 from migrator._plugins._override_opproof import (
     Inputs,
     Possible,
@@ -67,10 +67,9 @@ class OpScanner:
     def scan_block(self, block: Block, ev: Evidence) -> list[Candidate]:
         """Candidates of ``block`` and the blocks nested in it (their maps already read)."""
         self._scope, self.ev = block.scope, ev
-        patch = self.col.api_patch
-        if patch is not None:
-            raise Refuse("TFG101", f"TF's API is replaced at {os.path.basename(patch.path)}:{patch.line}, so which "
-                                   "ops the block's calls make is not known from TF's; migrate by hand")
+        refusal = api_patch_refusal(self.col, block)
+        if refusal is not None:
+            raise refusal
         implicit_keys(block)
         found: list[Candidate] = []
         for stmt in _body(block.node):

@@ -45,7 +45,7 @@ class Planner:
         self.unsafe = bool(getattr(ctx.options, "unsafe_fixes", False))
         self.project = project_for(ctx.index)
         here = os.path.abspath(ctx.path)
-        self.col.api_patch = next(iter(self.project.tf_api_patches(here)), None)
+        self.col.api_patches = self.project.tf_api_patches(here)
         self.col.implicit = (lambda: project_hooks(self.project), _import_names(found.module))
         self.prover = Prover(found, ctx, self.project)
         self.values = Values(found, os.path.abspath(ctx.path), self.project)

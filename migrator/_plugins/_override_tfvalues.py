@@ -213,6 +213,16 @@ def _operands(v: View, n: int) -> list[Value]:
         v.ev(node) for kw, node in v.args if kw in ("x", "y", "a", "b")]
 
 
+def common_dtypes(vals: list) -> Optional[frozenset]:
+    """The dtypes an op on several operands can have: TF1 never promotes, so every tensor operand
+    has the one dtype (a Python number is converted to it; anything else raises).  None: no
+    tensor operand's dtype is known.  (`tf.sign(x / E)`, `E` real: `x` is real too.)"""
+    known = [x.dtypes for x in vals if x.kind == TENSOR and x.dtypes is not None]
+    if not known:
+        return None
+    return frozenset.intersection(*known) or frozenset().union(*known)
+
+
 def _elementwise(name: str) -> Callable[[View], Value]:
     def handler(v: View) -> Value:
         failed = {f.split(":", 1)[1] for f in optable.function_variants(name).get("failed", [])
@@ -221,13 +231,10 @@ def _elementwise(name: str) -> Callable[[View], Value]:
         if all(x.kind == BOTTOM for x in vals):
             return BOTTOM_VALUE
         vals = [x for x in vals if x.kind != BOTTOM]
-        dtypes: Optional[frozenset] = frozenset()
-        for x in vals:
-            if x.kind != TENSOR or x.dtypes is None or dtypes is None:
-                dtypes = None
-            else:
-                dtypes = dtypes | x.dtypes
-        dtypes = (dtypes if dtypes is not None else ALL_DTYPES) - failed
+        known = common_dtypes(vals)
+        dtypes = (known if known is not None else ALL_DTYPES) - failed
+        if name.rsplit(".", 1)[-1] == "abs" and "complex64" in dtypes:  # |z| of a complex tensor is real
+            dtypes = dtypes - {"complex64"} | {"float32", "float64"}
         ranks = max_rank([x.ranks if x.kind == TENSOR else None for x in vals])
         return tensor(dtypes, ranks)
     return handler

@@ -27,6 +27,7 @@ from migrator._plugins._override_tfvalues import (
     UNKNOWN_VALUE,
     Value,
     View,
+    common_dtypes,
     max_rank,
     tensor,
     tf_call_value,
@@ -103,12 +104,9 @@ class Values:
     @staticmethod
     def binary(vals: list[Value], operator: str) -> Value:
         if any(v.kind == TENSOR for v in vals):
-            tensors = [v for v in vals if v.kind == TENSOR]
-            dtypes: Optional[frozenset] = frozenset()
-            for v in tensors:
-                dtypes = None if dtypes is None or v.dtypes is None else dtypes | v.dtypes
-            if operator == "Divide" and (dtypes is None or dtypes - DIFFERENTIABLE):
-                dtypes = None  # int / int is float64 in TF
+            dtypes = common_dtypes(vals)
+            if operator == "Divide" and dtypes is not None and dtypes - DIFFERENTIABLE:
+                dtypes = dtypes & DIFFERENTIABLE | {"float32", "float64"}  # int / int is a float in TF
             ranks = max_rank([v.ranks if v.kind == TENSOR else frozenset({0}) if v.kind == PYTHON else None
                                for v in vals])
             origin = frozenset().union(*(v.origin for v in vals))
