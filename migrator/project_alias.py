@@ -23,16 +23,16 @@ API_NAMES = frozenset({"tensorflow.gradients", "tensorflow.hessians", _PFOR + "j
 _WORDS = (b"gradients", b"hessians", b"jacobian")
 
 
-def exported_aliases(project, path: str) -> dict:
+def exported_aliases(project, path: str, exporters: Optional[dict] = None) -> dict:
     """Module-level names of project file ``path`` bound only to one gradient API, under a
     name that is not the API's own (``grad = tf.gradients``, ``from tensorflow import
-    gradients as g``) -> that API."""
+    gradients as g``, or ``from ops import grad`` of one of ``exporters``) -> that API."""
     cache = project.__dict__.setdefault("_api_aliases", {})
     path = os.path.abspath(path)
     if path not in cache:
         cache[path] = {}
         tree = project.tree(path)
-        for name in _module_level_names(tree) if tree is not None else ():
+        for name in _candidate_names(project, path, tree, exporters or {}) if tree is not None else ():
             names = tf_binding(project, path, name)
             api = normalize(next(iter(names))) if names and len(names) == 1 else None
             if api in API_NAMES and name != api.rsplit(".", 1)[-1]:
@@ -40,22 +40,31 @@ def exported_aliases(project, path: str) -> dict:
     return cache[path]
 
 
-def _module_level_names(tree: ast.Module) -> set:
+_LEAVES = frozenset({"gradients", "hessians", "jacobian", "batch_jacobian"})
+
+
+def _candidate_names(project, path: str, tree: ast.Module, exporters: dict) -> set:
+    """Module-level names that may be such an alias (only these are resolved: TF's own tree has
+    hundreds of modules naming `gradients`, each with hundreds of names)."""
     out: set = set()
     for st in tree.body:
-        if isinstance(st, ast.Assign):
+        if isinstance(st, ast.Assign) and (getattr(st.value, "attr", None) in _LEAVES or
+                                           getattr(st.value, "id", None) in _LEAVES):
             out |= {t.id for t in st.targets if isinstance(t, ast.Name)}
         elif isinstance(st, ast.ImportFrom):
-            out |= {a.asname or a.name for a in st.names if a.name != "*"}
+            source = project.resolve(st.module or "", st.level, path) if exporters else None
+            known = exporters.get(os.path.abspath(source), {}) if source else {}
+            out |= {a.asname or a.name for a in st.names if a.name in _LEAVES or a.name in known}
     return out
 
 
-def alias_exporters(project) -> Optional[dict]:
+def alias_exporters(project, alias_line: str) -> Optional[dict]:
     """Project files that hand on a gradient API under another name -> those names; None
-    when the project is too big to search."""
+    when the project is too big to search.  ``alias_line``: a regex a module-level line of
+    such a file matches (``pipeline.ALIAS_LINE``)."""
     found: set = set()
     for word in _WORDS:
-        hits = project.grep(word)
+        hits = project.grep(word, alias_line)
         if hits is None:
             return None
         found |= set(hits)
@@ -64,7 +73,7 @@ def alias_exporters(project) -> Optional[dict]:
     for _depth in range(4):  # re-exports: `from utils import grad` in ops.py names no API itself
         more = set()
         for path in todo:
-            aliases = exported_aliases(project, path)
+            aliases = exported_aliases(project, path, out)
             if aliases and os.path.abspath(path) not in out:
                 out[os.path.abspath(path)] = aliases
                 more |= set(project.importers(path, depth=1) or ())
@@ -75,6 +84,9 @@ def alias_exporters(project) -> Optional[dict]:
 def uses_exported_alias(project, path: str, exporters: dict) -> bool:
     """``path`` imports an exported alias of one of ``exporters`` by name, by ``*``, or
     imports an exporting module itself (and may call ``ops.grad``)."""
+    text = project.text(path) or ""
+    if not any(name in text for aliases in exporters.values() for name in aliases):
+        return False  # it never spells one (most files: no parse)
     tree = project.tree(path)
     if tree is None:
         return False

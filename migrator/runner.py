@@ -261,7 +261,7 @@ def _alias_importers(index: RunIndex, paths: list[str]) -> list[str]:
         return []  # no module hands on an API under another name (most trees): libcst stays unloaded
     from migrator.project_alias import alias_exporters, uses_exported_alias
 
-    exporters = alias_exporters(project)
+    exporters = alias_exporters(project, ALIAS_LINE)
     if not exporters:
         return []  # (None: the project is too big to search; such files stay unread, a limit)
     return [p for p in paths if not is_notebook(p) and uses_exported_alias(project, p, exporters)]

@@ -112,10 +112,11 @@ def test_a_name_bound_to_tf_and_to_something_else_is_reported(tmp_path, main, na
 
 
 def test_files_calling_no_alias_are_not_read(tmp_path):
-    """The rescue reads only files importing an exporting module, and nothing without one."""
-    paths = _project(tmp_path, {"ops.py": OPS, "other.py": "import ops\nx = 1\n", "plain.py": "y = 2\n"})
+    """The rescue reads only files that import an exporting module and spell one of its aliases."""
+    paths = _project(tmp_path, {"ops.py": OPS, "other.py": "import ops\nx = 1\n", "plain.py": "grad = 2\n",
+                                "user.py": "import ops\nf = ops.grad\n"})
     res = run(paths)
     assert not res["other.py"].sites and not res["plain.py"].sites
     index = runner.RunIndex(root=str(tmp_path))
-    assert runner._alias_importers(index, [paths[2]]) == []
-    assert runner._alias_importers(index, [paths[1]]) == [paths[1]]  # it imports ops (and may call ops.grad)
+    assert runner._alias_importers(index, paths[1:3]) == []  # no alias spelled; no exporter imported
+    assert runner._alias_importers(index, [paths[3]]) == [paths[3]]

@@ -132,29 +132,45 @@ def _registrations(project, name: str, here: str) -> tuple[list, Optional[str]]:
     """Every registration of ``name`` in project files other than ``here``: (file, the def it
     decorates or None for the call form, tree); and a file registering under a computed name
     (which may be this one), if any."""
-    found, dynamic = [], None
-    hits = project.grep(b"RegisterGradient")
-    if hits is None:
+    index = _registry_index(project)
+    if index is None:
         return [], "a project too big to search"
-    for p in sorted(hits):
-        p = os.path.abspath(p)
-        if p == here:
-            continue
-        tree = project.tree(p)
-        if tree is None:
-            return [], os.path.basename(p) + " (unreadable)"
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and (getattr(node.func, "attr", None) == "RegisterGradient" or
-                                                    getattr(node.func, "id", None) == "RegisterGradient")):
+    by_name, dynamic, unreadable = index
+    if unreadable:
+        return [], unreadable
+    dynamic = next((d for p, d in dynamic if p != here), None)
+    return [r for r in by_name.get(name, []) if r[0] != here], dynamic
+
+
+def _registry_index(project):
+    """Once per project: literal name -> [(file, def or None, tree)], [(file, "file:line") of
+    computed names], and the first unreadable file holding `RegisterGradient` (or None)."""
+    if "_registry_index" in project.__dict__:
+        return project.__dict__["_registry_index"]
+    hits = project.grep(b"RegisterGradient")
+    index = None
+    if hits is not None:
+        by_name: dict = {}
+        dynamic, unreadable = [], None
+        for p in sorted(hits):
+            p = os.path.abspath(p)
+            tree = project.tree(p)
+            if tree is None:
+                unreadable = unreadable or os.path.basename(p) + " (unreadable)"
                 continue
-            arg = node.args[0] if node.args else None
-            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-                dynamic = dynamic or f"{os.path.basename(p)}:{node.lineno}"
-            elif arg.value == name:
-                fn = next((f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and node in f.decorator_list),
-                          None)
-                found.append((p, fn, tree))
-    return found, dynamic
+            decorated = {id(d): f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for d in f.decorator_list}
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.Call) and (getattr(node.func, "attr", None) == "RegisterGradient" or
+                                                        getattr(node.func, "id", None) == "RegisterGradient")):
+                    continue
+                arg = node.args[0] if node.args else None
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    by_name.setdefault(arg.value, []).append((p, decorated.get(id(node)), tree))
+                else:
+                    dynamic.append((p, f"{os.path.basename(p)}:{node.lineno}"))
+        index = (by_name, dynamic, unreadable)
+    project.__dict__["_registry_index"] = index
+    return index
 
 
 def _global_names(text: str, path: str, fn: ast.FunctionDef) -> Optional[set]:
