@@ -757,3 +757,22 @@ def test_a_replaced_tf_api_refuses_only_blocks_it_can_reach(tmp_path, patch, bod
     assert (site.status == "migrated") is migrated, site.reason
     if not migrated:
         assert site.code == "TFG101" and "replaced at quant.py" in site.reason and not res.changed
+
+
+@pytest.mark.parametrize("between, migrated", [
+    ("", True),
+    ("    g = tf.Graph()\n", False),  # rebound inside the with: no longer the default graph
+    ("    ctx = g.as_default()\n    ctx.__enter__()\n", False),  # a context entered by hand
+])
+def test_a_module_level_graph_made_default_around_the_block(between, migrated):
+    """`with g.as_default():` at module level makes `g` the graph of the block, as it does in a
+    function (a held-out corpus got TFG107 with the advice to do exactly that)."""
+    src = ("import tensorflow as tf\n\ng = tf.Graph()\nwith g.as_default():\n    x = tf.placeholder(tf.float32, [2])\n"
+           + between + "    with g.gradient_override_map({'Relu': 'Identity'}):\n        y = tf.nn.relu(x)\n")
+    out, sites = migrate(src)
+    (site,) = [s for s in sites if s.kind == "override_map"]
+    assert (site.status == "migrated") is migrated, site.reason
+    if migrated:
+        assert "\n\n\n@tf.custom_gradient" in out and "y = relu_straight_through(x)" in out
+    else:
+        assert out == src

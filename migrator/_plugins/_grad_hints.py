@@ -151,3 +151,12 @@ def set_elsewhere(proof, c, at: int) -> Optional[str]:
         if setters and not any(f"self.{method}(" in body for method, _ in setters):
             return outside_ys_reason(proof.an, proof.scope, y)
     return None
+
+
+def ys_text(c, code) -> str:
+    """The targets as the source spells them: `self.classifier['cost_NN']`, not the name the plan
+    hoisted them into (`target`, which a held-out corpus's reason named though no line has it)."""
+    hoisted, expr = c.names.get("ys"), c.names.get("ys_expr")
+    if hoisted is not None and expr is not None and hoisted in c.ys_keys:
+        return f"`{code(expr)}`"
+    return f"`{', '.join(sorted(c.ys_keys))}`"

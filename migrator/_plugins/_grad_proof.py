@@ -32,7 +32,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
-from migrator._plugins._grad_hints import one_origin, outside_ys_reason, set_elsewhere, where_to_open
+from migrator._plugins._grad_hints import one_origin, outside_ys_reason, set_elsewhere, where_to_open, ys_text
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
 from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
@@ -198,7 +198,7 @@ class Prover(WatchProof, CallsProof):
                 raise Refuse("TFG120", outside_ys_reason(self.an, self.scope, name, self.line(i)))
             written |= self.flat[i].fx.writes
         if all(self.flat[i].inert for i in S):
-            raise Refuse("TFG126", f"`{', '.join(sorted(c.ys_keys))}` is computed from literals only in this block, "
+            raise Refuse("TFG126", f"{ys_text(c, self._code)} is computed from literals only in this block, "
                                    "so no source can reach it; check the call")
         return S
 
@@ -390,14 +390,14 @@ class Prover(WatchProof, CallsProof):
         via = ("values made outside this block or handed back by its calls"
                if any(r.endswith("(...)") for r in named[:3]) else "values made outside this block")
         if all_fresh or not c.assumptions:
-            c.proof.append(f"`{', '.join(sorted(c.ys_keys))}` is not computed from {srcs}, and nothing it reads can "
+            c.proof.append(f"{ys_text(c, self._code)} is not computed from {srcs}, and nothing it reads can "
                            "depend on them: None for every source, before and after")
             return
         func = self.scope.func.name.value if self.scope.func is not None else None
         where = (f"in the method or the caller of `{func}` that builds them" if func
                  else "around the lines that build them")
         raise Refuse("TFG130", one_origin(self, c, sources) or
-                     f"`{', '.join(sorted(c.ys_keys))}` reaches {srcs} only through {via} ({names}); open the "
+                     f"{ys_text(c, self._code)} reaches {srcs} only through {via} ({names}); open the "
                      f"tf.GradientTape where those are computed ({where}), watch the sources there, and take the "
                      "gradient from that tape")
 

@@ -152,7 +152,8 @@ class _Apply(cst.CSTTransformer):
                     marker += 1
                 # a generated def is set off from the code above it (unless it opens the block);
                 # the comments above the statement stay with that statement
-                def_lead = lead[:blanks] or [_blank()]
+                def_lead = lead[:blanks] if len(lead[:blanks]) > (self.depth == 0) else \
+                    [_blank(), _blank()] if self.depth == 0 else [_blank()]  # PEP 8: two at module level
                 if not out and not self._in_dissolved_body:
                     def_lead = []
                 if marker:

@@ -115,7 +115,7 @@ class Prover:
     def _switched_here(self, block: Block, key: str, ev: Evidence) -> bool:
         """`with X.as_default() as g:` / `with graph.as_default():` around the block (G1)."""
         sw = innermost_switch(self, block.node)
-        fn = block.scope.function
+        fn = block.scope.function or (self.found.module if block.scope.parent is None else None)  # or the module
         s: Optional[Scope] = block.scope
         while s is not None and key not in s.graph_names:
             s = s.parent
