@@ -776,3 +776,15 @@ def test_a_module_level_graph_made_default_around_the_block(between, migrated):
         assert "\n\n\n@tf.custom_gradient" in out and "y = relu_straight_through(x)" in out
     else:
         assert out == src
+
+
+def test_a_patch_inside_tf_s_own_modules_refuses_every_block(tmp_path):
+    """`variable_scope.get_variable = f` (a held-out corpus) replaces what TF's functions look up
+    themselves: any TF call may make other ops."""
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "quant.py"
+    path.write_text(QUANT.format(patch="from tensorflow.python.ops import variable_scope\n"
+                                       "variable_scope.get_variable = None", body="tf.round(x * n) / n"))
+    res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
+    (site,) = [s for s in res.sites if s.kind == "override_map"]
+    assert (site.status, site.code) == ("manual", "TFG101") and not res.changed

@@ -4,8 +4,9 @@
 override block of the file manual, although a block that calls only ``tf.round`` makes the ops
 TF makes: replacing a public attribute changes what code calling it through that module gets,
 and TF's own functions never look their helpers up there.  A block is kept manual when a patch
-does not show the one path it replaces, replaces a class's attribute or a private one (an
-operator may dispatch to it), or when the block calls anything but TF functions and op-free
+does not show the one path it replaces, replaces something in TF's own modules
+(``tensorflow.python...``, where they do), a class's attribute or a private one (an operator
+may dispatch to it), or when the block calls anything but TF functions and op-free
 builtins (a project helper may call the replaced API) or a replaced path itself.
 """
 from __future__ import annotations
@@ -29,7 +30,9 @@ def api_patch_refusal(col, block: Block) -> Optional[Refuse]:
     patches = getattr(col, "api_patches", None) or []
     if not patches:
         return None
-    paths = [normalize(p.text) if p.text else None for p in patches]
+    # TF's own modules (`tensorflow.python.ops.variable_scope.get_variable`) are where its functions
+    # look their helpers up: a patch there may change the ops of any TF call
+    paths = [normalize(p.text) if p.text and not p.text.startswith("tensorflow.python") else None for p in patches]
     why = _reaches(col, block, paths)
     if why is None:
         return None
