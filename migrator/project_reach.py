@@ -73,8 +73,14 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
             reads.add(id(node.func))  # `setattr(self, name, v)` in a method sets an instance's attribute
     # `del mat["__globals__"]`, `k not in ("__header__", "__globals__")`: keys of a `loadmat` dict
     # (a held-out corpus); deleting a key or comparing with one writes no namespace
-    inert = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) or isinstance(n, ast.Subscript) and
-             isinstance(n.ctx, ast.Del) for c in ast.walk(n) if isinstance(c, ast.Constant)}
+    inert: set = set()
+    for n in ast.walk(tree):  # only the operands themselves: `getattr(m, "__dict__")` inside a test still reaches
+        if isinstance(n, ast.Compare):
+            for op in [n.left, *n.comparators]:
+                inert |= {id(e) for e in ([op] + list(getattr(op, "elts", []))) if isinstance(e, ast.Constant)}
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Del) and isinstance(n.value, ast.Name) \
+                and isinstance(n.slice, ast.Constant):
+            inert.add(id(n.slice))
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in _REACHING_BUILTINS and id(node) not in reads \
                 and node.id not in shadowed:

@@ -185,7 +185,8 @@ def dynamic_bindings(tree: ast.Module, stars: bool = True) -> bool:
                 "import_module", "reload"):
             return True
         # `del mat["__globals__"]` deletes a key: only a name (or an attribute) unbinds one
-        if isinstance(node, ast.Delete) and any(not isinstance(t, ast.Subscript) for t in node.targets):
+        if isinstance(node, ast.Delete) and any(not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name))
+                                                for t in node.targets):
             return True
         if isinstance(node, ast.Match) or stars and isinstance(node, ast.ImportFrom) and \
                 any(a.name == "*" for a in node.names):

@@ -788,3 +788,29 @@ def test_a_patch_inside_tf_s_own_modules_refuses_every_block(tmp_path):
     res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
     (site,) = [s for s in res.sites if s.kind == "override_map"]
     assert (site.status, site.code) == ("manual", "TFG101") and not res.changed
+
+
+@pytest.mark.parametrize("src, code", [
+    # a project class's own `__mul__` may return anything: `p * a` is not `a`'s dtype
+    ("import tensorflow as tf\n\n\nclass Phasor:\n    def __mul__(self, t):\n"
+     "        return tf.cast(t, tf.complex64)\n\n\ndef f(a, p):\n    a = tf.cast(a, tf.float32)\n    z = p * a\n"
+     "    with tf.get_default_graph().gradient_override_map({'Sign': 'Identity'}):\n        return tf.sign(z)\n",
+     "TFG111"),
+    # a dtype the source does not show as one name is any dtype (it was read as its last word)
+    ("import tensorflow as tf\nC = True\n\n\ndef f(z):\n"
+     "    s = tf.constant([2.0], dtype=tf.complex64 if C else tf.float32)\n"
+     "    with tf.get_default_graph().gradient_override_map({'Sign': 'Identity'}):\n        return tf.sign(z / s)\n",
+     "TFG111"),
+    # softmax's int32 axis is no operand: its result is a float, the Sign override applies
+    ("import tensorflow as tf\n\n\ndef f(x):\n    p = tf.nn.softmax(x, tf.constant(0))\n"
+     "    with tf.get_default_graph().gradient_override_map({'Sign': 'Identity'}):\n        return tf.sign(p - 0.3)\n",
+     "TFG001"),
+    # the builtin abs of a complex tensor is real: Sign of it makes a Sign op
+    ("import tensorflow as tf\n\n\ndef f(a):\n    z = tf.cast(a, tf.complex64)\n    m = abs(z) - 2.0\n"
+     "    with tf.get_default_graph().gradient_override_map({'Sign': 'Identity'}):\n        return tf.sign(m)\n",
+     "TFG001"),
+])
+def test_operand_dtypes_from_adversarial_runs(src, code):
+    out, sites = migrate(src)
+    (site,) = [s for s in sites if s.kind == "override_map"]
+    assert site.code == code, site.reason

@@ -9,6 +9,7 @@ integer type, ``complex64`` for both complex types, as in the variants table.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -64,6 +65,8 @@ def tensor(dtypes=None, ranks=None) -> Value:
 def dtype_name(text: str) -> Optional[str]:
     """``tf.float32`` / ``"float32"`` / ``tf.dtypes.float32`` / ``float`` -> the class representative."""
     text = text.strip()
+    if not re.fullmatch(r"[\w.]+|'\w+'|\"\w+\"", text):
+        return None  # `tf.complex64 if C else tf.float32`: not one dtype (an adversarial run read the last)
     if text[:1] in "'\"" and text[-1:] == text[:1]:
         return _DTYPE_NAMES.get(text[1:-1])
     if "." in text:
@@ -103,7 +106,7 @@ class View:
         if node is None:
             return frozenset({default}) if default else None
         d = dtype_name(self.text(node))
-        return frozenset({d}) if d else None
+        return frozenset({d}) if d else ALL_DTYPES  # given, but not one the source shows: any
 
     def shape_rank(self, index: Optional[int], name: str) -> Optional[frozenset]:
         node = self.get(index, name)
@@ -210,7 +213,7 @@ def _reshape(v: View) -> Value:
 
 def _operands(v: View, n: int) -> list[Value]:
     return [v.ev(node) for kw, node in v.args[:n] if kw is None] + [
-        v.ev(node) for kw, node in v.args if kw in ("x", "y", "a", "b")]
+        v.ev(node) for kw, node in v.args if kw in (("x", "y", "a", "b") if n > 1 else ("x", "features", "logits"))]
 
 
 def common_dtypes(vals: list) -> Optional[frozenset]:
@@ -223,11 +226,13 @@ def common_dtypes(vals: list) -> Optional[frozenset]:
     return frozenset.intersection(*known) or frozenset().union(*known)
 
 
-def _elementwise(name: str) -> Callable[[View], Value]:
+def _elementwise(name: str, n: int = 2) -> Callable[[View], Value]:
+    """``n``: how many leading arguments are operands (one for `tf.nn.softmax(x, axis)`: its axis
+    is no operand, and an int32 axis made the result int32 -- an adversarial run)."""
     def handler(v: View) -> Value:
         failed = {f.split(":", 1)[1] for f in optable.function_variants(name).get("failed", [])
                   if f.startswith("dtype:")}  # the call raises for these: its result never has them
-        vals = [x for x in _operands(v, 2) if x.kind != PYTHON] or [UNKNOWN_VALUE]
+        vals = [x for x in _operands(v, n) if x.kind != PYTHON] or [UNKNOWN_VALUE]
         if all(x.kind == BOTTOM for x in vals):
             return BOTTOM_VALUE
         vals = [x for x in vals if x.kind != BOTTOM]
@@ -308,7 +313,9 @@ HANDLERS: dict[str, Callable[[View], Value]] = {
 for _n in ("zeros", "ones", "fill", "random_normal", "random_uniform", "truncated_normal", "random.normal",
            "random.uniform", "random.truncated_normal"):
     HANDLERS["tensorflow." + _n] = _filled
-for _n in _UNARY + _BINARY:
+for _n in _UNARY:
+    HANDLERS["tensorflow." + _n] = _elementwise("tensorflow." + _n, 1)
+for _n in _BINARY:
     HANDLERS["tensorflow." + _n] = _elementwise("tensorflow." + _n)
 for _n in _COMPARE:
     HANDLERS["tensorflow." + _n] = _compare

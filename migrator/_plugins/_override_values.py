@@ -36,6 +36,12 @@ from migrator.astwalk import import_aliases
 from migrator.tfnames import normalize
 
 
+#: libcst/ast operator class names -> the dunder stem Python tries on the operands
+_OPERATORS = {"Add": "add", "Subtract": "sub", "Sub": "sub", "Multiply": "mul", "Mult": "mul", "Divide": "truediv",
+              "Div": "truediv", "FloorDivide": "floordiv", "FloorDiv": "floordiv", "Modulo": "mod", "Mod": "mod",
+              "Power": "pow", "Pow": "pow", "MatrixMultiply": "matmul", "MatMult": "matmul"}
+
+
 # ------------------------------------------------------- libcst (this file) ---
 
 
@@ -76,8 +82,8 @@ class Values:
                 return PY
             return self.of(expr.expression, scope, depth + 1)
         if isinstance(expr, cst.BinaryOperation):
-            return self.binary([self.of(expr.left, scope, depth + 1), self.of(expr.right, scope, depth + 1)],
-                               type(expr.operator).__name__)
+            vals = [self.of(expr.left, scope, depth + 1), self.of(expr.right, scope, depth + 1)]
+            return self.binary(vals, type(expr.operator).__name__, self.dispatches(vals, type(expr.operator).__name__))
         if isinstance(expr, cst.Comparison):
             vals = [self.of(expr.left, scope, depth + 1)] + [self.of(c.comparator, scope, depth + 1)
                                                               for c in expr.comparisons]
@@ -101,8 +107,19 @@ class Values:
             return self.call(expr, scope, depth)
         return UNKNOWN_VALUE
 
+    def dispatches(self, vals: list, operator: str) -> bool:
+        """An operand may be an object of a project class defining this operator (`p * a` with
+        `Phasor.__mul__` returning a complex tensor: an adversarial run)."""
+        if all(v.kind in (TENSOR, PYTHON, BOTTOM) for v in vals):
+            return False
+        hooks = self.col.implicit[0]() if getattr(self.col, "implicit", None) else None
+        name = _OPERATORS.get(operator)
+        return hooks is None or name is None or bool({f"__{name}__", f"__r{name}__"} & hooks.methods)
+
     @staticmethod
-    def binary(vals: list[Value], operator: str) -> Value:
+    def binary(vals: list[Value], operator: str, dispatches: bool = True) -> Value:
+        if dispatches and any(v.kind not in (TENSOR, PYTHON, BOTTOM) for v in vals):
+            return UNKNOWN_VALUE  # the operand's own method may make anything
         if any(v.kind == TENSOR for v in vals):
             dtypes = common_dtypes(vals)
             if operator == "Divide" and dtypes is not None and dtypes - DIFFERENTIABLE:
@@ -133,8 +150,10 @@ class Values:
             if func.value in ("float", "int", "len", "bool", "str", "round", "range") and (
                     not qn or f"builtins.{func.value}" in qn or func.value in qn):
                 return PY
-            if func.value == "abs" and expr.args:
-                return self.of(expr.args[0].value, scope, depth + 1)
+            if func.value == "abs" and expr.args and (not qn or "builtins.abs" in qn):
+                base = self.of(expr.args[0].value, scope, depth + 1)  # |z| of a complex tensor is real
+                return Value(TENSOR, base.dtypes - {"complex64"} | {"float32", "float64"}, base.ranks, base.origin) \
+                    if base.kind == TENSOR and base.dtypes is not None and "complex64" in base.dtypes else base
             d = scope.find_def(func.value)
             if d is not None:
                 return self.returns(d, depth)
@@ -342,8 +361,8 @@ class _AstFile:
         if isinstance(node, ast.UnaryOp):
             return PY if isinstance(node.op, ast.Not) else self.value(node.operand, scope, depth + 1, values)
         if isinstance(node, ast.BinOp):
-            return Values.binary([self.value(node.left, scope, depth + 1, values),
-                                  self.value(node.right, scope, depth + 1, values)], type(node.op).__name__)
+            vals = [self.value(node.left, scope, depth + 1, values), self.value(node.right, scope, depth + 1, values)]
+            return Values.binary(vals, type(node.op).__name__, values.dispatches(vals, type(node.op).__name__))
         if isinstance(node, ast.Name):
             return self.name(node.id, scope, depth, values)
         if isinstance(node, ast.Call):
