@@ -32,7 +32,10 @@ def exported_aliases(project, path: str, exporters: Optional[dict] = None) -> di
     if path not in cache:
         cache[path] = {}
         tree = project.tree(path)
-        for name in _candidate_names(project, path, tree, exporters or {}) if tree is not None else ():
+        # `import ops as _me; _me.grad = f` in ops.py itself (an adversarial run)
+        stored = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)} \
+            if tree is not None else set()
+        for name in _candidate_names(project, path, tree, exporters or {}) - stored if tree is not None else ():
             names = tf_binding(project, path, name)
             api = normalize(next(iter(names))) if names and len(names) == 1 else None
             if api in API_NAMES and name != api.rsplit(".", 1)[-1]:

@@ -237,6 +237,11 @@ def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] =
             out |= set(heads)  # `ops.__setattr__(...)`, `put = setattr`, `builtins.exec(...)`, `sys.modules`
             continue
         methods = method_nodes(tree)
+        # `Patcher.apply(ops)` hands a method any object as `self` (an adversarial run)
+        classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+               and n.func.value.id in classes for n in ast.walk(tree)):
+            methods = set()
         for node in ast.walk(tree):
             # `self.tf = ...` in a method sets an instance's; in a plain function `self` may be a module
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in heads \

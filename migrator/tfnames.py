@@ -74,6 +74,8 @@ class _ScopeNames:
                 self._aliases.pop(head, None)
         self._imported_fn = imported  # () -> {".backend.tf": ({TF names}, "tf")} (migrator.project_tf)
         self._imported: Optional[dict] = None
+        self._module = module
+        self._walrus: Optional[set] = None
 
     def imported(self) -> dict:
         """TF re-exported by project modules this file imports from (asked on first use)."""
@@ -92,8 +94,25 @@ class _ScopeNames:
             names = self._expand(scope.get_qualified_names_for(node))
             if not names and self._starred is not None:
                 names = self._from_star(node)
+            head = (dotted(node) or "").split(".")[0]
+            if names and head and head in self.walrus_targets():
+                names = set(names) | {MIXED}  # `[(tf := f) for _ in x]` binds the module's `tf` too
             self._names[node] = names
         return names
+
+    def walrus_targets(self) -> set:
+        """Names a walrus binds anywhere (libcst puts one inside a comprehension in the
+        comprehension's scope; Python binds it in the enclosing one: an adversarial run)."""
+        if self._walrus is None:
+            self._walrus = set()
+            if self._module is not None and ":=" in self._module.code:
+                todo = [self._module]
+                while todo:
+                    n = todo.pop()
+                    if isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name):
+                        self._walrus.add(n.target.value)
+                    todo += list(n.children)
+        return self._walrus
 
     def _from_star(self, node) -> set:
         """A name no scope binds: what the project's star imports bind it to, if only TF."""

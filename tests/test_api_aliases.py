@@ -72,6 +72,10 @@ def test_an_alias_of_tf_hessians(tmp_path):
                "    grad = double\n"},
     {"ops.py": OPS + DOUBLE + "def enable():\n    global grad\n    grad = double\n"},
     {"ops.py": OPS + DOUBLE + "exec('grad = double')\n"},
+    # ops.py writes its own module object; a method called through its class with a module as `self`
+    {"ops.py": OPS + DOUBLE + "import ops as _me\n_me.grad = double\n"},
+    {"plug.py": DOUBLE + "import ops\n\n\nclass Patcher:\n    def apply(self):\n        self.grad = double\n\n\n"
+                "Patcher.apply(ops)\n", "run.py": "import plug\nimport main\n"},
     # the module ops.py copies it from is rebound before it does
     {"ops.py": "from utils import grad\n", "utils.py": OPS, "patch.py": DOUBLE + "import utils\nutils.grad = double\n",
      "run.py": "import patch\nimport main\n"},
@@ -101,6 +105,9 @@ def test_a_module_found_twice_is_not_read(tmp_path):
     ("import tensorflow as tf\nfrom tensorflow import gradients\nfrom other import gradients\n"
      + CALL.format("gradients"), "gradients"),
     ("import tensorflow as tf\nimport ops\nimport other as ops\n" + CALL.format("ops.grad"), "ops.grad"),
+    # a walrus in a comprehension binds the module's name (libcst files it under the comprehension)
+    ("import tensorflow as tf\nimport other\n_ = [(tf := other) for _i in range(1)]\n" + CALL.format("tf.gradients"),
+     "tf"),
 ])
 def test_a_name_bound_to_tf_and_to_something_else_is_reported(tmp_path, main, name):
     other = "def gradients(ys, xs):\n    return [2.0]\n\n\ndef grad(ys, xs):\n    return [2.0]\n\n\ndef make():\n" \

@@ -54,3 +54,14 @@ def test_a_source_rebound_by_a_nested_function_keeps_the_condition():
                                                         "        d = x\n    reset()\n    return d\n")
     out, sites = migrate_text(src, path="vat.py")
     assert all(s.status == MANUAL for s in sites) and out == src
+
+
+def test_a_source_put_into_a_parameter_s_list_keeps_the_condition():
+    """`acc.append(d * 3.0)`: the caller's list now holds a value of the source, and the target
+    reads it (an adversarial run: TF1 gave [4, 8, 12], the tape [1, 2, 3])."""
+    src = ("import tensorflow as tf\n\n\ndef probe(x, acc, flag=True):\n    d = tf.ones_like(x)\n    acc.append(d * 3.0)\n"
+           "    if flag:\n        y = tf.reduce_sum(acc[-1] * x) + tf.reduce_sum(d * x)\n"
+           "        return tf.gradients(y, [d])[0]\n    return x\n")
+    out, sites = migrate_text(src, path="probe.py")
+    (s,) = sites
+    assert s.status == MANUAL and out == src

@@ -69,6 +69,17 @@ def test_the_registered_function_is_copied_and_its_file_kept(tmp_path, only_main
                            "\n\n\ntf.RegisterGradient(NAME)(_g)\n"}), "name built at run time"),
     (_files(**{"patch.py": "import grads\ngrads.tf = None\n", "run.py": "import patch\nimport main\n"}),
      "may rebind module names"),
+    # an adversarial run on this rule: compat.v1 and compat.v2 names normalise alike, but differ
+    ({"grads.py": 'import tensorflow as tf\nfrom tensorflow.compat.v2 import where\n\n\n@tf.RegisterGradient("MyGrad")\n'
+                  "def _my_grad(op, grad):\n    return where(op.inputs[0] > 0, grad, 0 * grad)\n",
+      "main.py": MAIN.format(extra="from tensorflow.compat.v1 import where")}, "reads `where`"),
+    # the registering file changes the function object (`__defaults__`) after the def
+    ({**_files(), "grads.py": GRADS.format(extra="", body=BODY) + "_my_grad.__defaults__ = ()\n"}, "also used"),
+    # another file reaches the registry by the name
+    (_files(**{"tweak.py": "from tensorflow.python.framework import ops\n"
+                           "ops._gradient_registry._registry['MyGrad'].update(type=None)\n"}), "registry lookup"),
+    # text the user file's encoding may not hold
+    ({**_files(), "grads.py": GRADS.format(extra="# \u2192 a comment", body=BODY)}, "not ASCII"),
 ])
 def test_a_copy_that_may_compute_something_else_is_refused_with_the_reason(tmp_path, files, why):
     main = run(tmp_path, files)["main.py"]

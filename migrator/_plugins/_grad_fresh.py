@@ -24,7 +24,7 @@ _MAKERS = frozenset({
 })
 
 
-def fresh_sources(fn: cst.FunctionDef, keys, qn) -> Optional[str]:
+def fresh_sources(fn: cst.FunctionDef, keys, qn, module: Optional[cst.Module] = None) -> Optional[str]:
     """Why no parameter of ``fn`` can depend on the sources ``keys``, or None."""
     names = set(keys)
     params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
@@ -55,6 +55,8 @@ def fresh_sources(fn: cst.FunctionDef, keys, qn) -> Optional[str]:
     nested = any(isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) for n in _walk(fn.body))
     if nested or any(not vs or not all(_fresh(v, names, qn) for v in vs) for vs in values.values()):
         return None
+    if not _pure(fn, qn, _module_defs(module), 0):
+        return None  # `acc.append(d * 3)` puts a value of the sources in a parameter's list (adversarial run)
     shown = ", ".join(f"`{n}`" for n in sorted(names))
     return f"{shown} {'is' if len(names) == 1 else 'are'} made inside `{fn.name.value}` by calls that make new " \
            "tensors, after its parameters were bound"
@@ -79,3 +81,34 @@ def _walk(node: cst.CSTNode):
         n = todo.pop()
         yield n
         todo += list(n.children)
+
+
+#: builtins that neither store nor call back
+_SAFE_BUILTINS = frozenset({"range", "len", "float", "int", "bool", "print", "isinstance", "abs", "min", "max"})
+
+
+def _module_defs(module: Optional[cst.Module]) -> dict:
+    return {st.name.value: st for st in (module.body if module is not None else ()) if isinstance(st, cst.FunctionDef)}
+
+
+def _pure(fn: cst.FunctionDef, qn, defs: dict, depth: int) -> bool:
+    """Nothing in ``fn`` can put a value into an object it was given: no method call but on a TF
+    module, no store into an attribute or an item, no `del`, no `global`/`nonlocal`, and every
+    call a TF function, a plain builtin, or a module-level def of the same kind (two levels)."""
+    for n in _walk(fn.body):
+        if isinstance(n, (cst.Global, cst.Nonlocal, cst.Del, cst.Yield, cst.Await)):
+            return False
+        if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(isinstance(x, (cst.Attribute, cst.Subscript)) for t in targets for x in _walk(t)):
+                return False
+        if isinstance(n, cst.Call):
+            if tf_name(n, qn) is not None:
+                continue
+            func = n.func
+            if isinstance(func, cst.Name) and func.value in _SAFE_BUILTINS and not defs.get(func.value):
+                continue
+            callee = defs.get(func.value) if isinstance(func, cst.Name) else None
+            if callee is None or depth >= 2 or callee is fn or not _pure(callee, qn, defs, depth + 1):
+                return False
+    return True

@@ -57,19 +57,8 @@ class _No(Exception):
 def map_names(tree: ast.Module) -> set:
     """String values of the dicts ``gradient_override_map`` is given here (a literal, or a name
     bound to one in the same module)."""
-    dicts: dict = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and isinstance(node.value, ast.Dict):
-            dicts.setdefault(node.targets[0].id, []).append(node.value)
-    out: set = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr == "gradient_override_map" and node.args:
-            arg = node.args[0]
-            for d in [arg] if isinstance(arg, ast.Dict) else dicts.get(getattr(arg, "id", None), []):
-                out |= {v.value for v in d.values if isinstance(v, ast.Constant) and isinstance(v.value, str)}
-    return out
+    return {v.value for d in _map_dicts(tree) for v in d.values if isinstance(v, ast.Constant)
+            and isinstance(v.value, str)}
 
 
 def _transplant(u_tree, u_text: str, path: str, project, tf_alias: Optional[str], name: str) -> Transplant:
@@ -102,7 +91,17 @@ def _transplant(u_tree, u_text: str, path: str, project, tf_alias: Optional[str]
            ast.AsyncFunctionDef)) and n.name == fn.name or isinstance(n, ast.alias) and
            (n.asname or n.name.split(".")[0]) == fn.name for n in ast.walk(u_tree)):
         raise _No(f"this file already uses the name `{fn.name}`")
+    uses = [n for n in ast.walk(r_tree) if isinstance(n, ast.Name) and n.id == fn.name or
+            isinstance(n, ast.Attribute) and n.attr == fn.name]
+    if uses or project.external_uses(r_path, fn.name) != []:
+        raise _No(f"`{fn.name}` is also used other than by the registry (in {where.rsplit(':', 1)[0]} or a file "
+                  "importing it), which may change what it computes")
+    other = _other_name_use(project, name, r_path, fn.decorator_list[0])
+    if other:
+        raise _No(f"{other} names {name!r} other than in an override map (a registry lookup?)")
     r_text = project.text(r_path) or ""
+    if not r_text.isascii():
+        raise _No(f"{where.rsplit(':', 1)[0]} is not ASCII, and this file's encoding may not hold its text")
     free = _global_names(r_text, r_path, fn)
     if free is None:
         raise _No(f"`{fn.name}` at {where} declares a global or cannot be read")
@@ -126,6 +125,41 @@ def _transplant(u_tree, u_text: str, path: str, project, tf_alias: Optional[str]
     body = "\n".join(lines[fn.lineno - 1:fn.end_lineno])
     text = f"@{tf_alias}.RegisterGradient({name!r})\n{body}\n"
     return Transplant(name, r_path, dec.lineno, fn.name, text)
+
+
+def _other_name_use(project, name: str, r_path: str, decorator: ast.expr) -> Optional[str]:
+    """A place in the project that spells the gradient name other than as the registration or a
+    value of an override map (``_registry["Half"].update(...)`` elsewhere: an adversarial run)."""
+    hits = project.grep(name.encode())
+    if hits is None:
+        return "a project too big to search"
+    for p in sorted(hits):
+        tree = project.tree(p)
+        if tree is None:
+            return f"{os.path.basename(p)} (unreadable)"
+        allowed = {id(v) for d in _map_dicts(tree) for v in d.values}
+        if os.path.abspath(p) == os.path.abspath(r_path):
+            allowed |= {id(a) for a in getattr(decorator, "args", [])}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Constant) and n.value == name and id(n) not in allowed:
+                return f"{os.path.basename(p)}:{n.lineno}"
+    return None
+
+
+def _map_dicts(tree: ast.Module) -> list:
+    """Dict literals given to ``gradient_override_map`` (directly, or bound to a name it is given)."""
+    named: dict = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Dict):
+            named.setdefault(node.targets[0].id, []).append(node.value)
+    out: list = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "gradient_override_map" and node.args:
+            arg = node.args[0]
+            out += [arg] if isinstance(arg, ast.Dict) else named.get(getattr(arg, "id", None), [])
+    return out
 
 
 def _registrations(project, name: str, here: str) -> tuple[list, Optional[str]]:
@@ -212,12 +246,11 @@ def _meaning(project, path: str, tree: ast.Module, name: str) -> Optional[tuple]
         full = alias.name if alias.asname else alias.name.split(".")[0]
         if project.resolve(full, 0, path) is not None:
             return None
-        return ("module", normalize(full) or full)
+        return ("module", full)  # as spelled: compat.v1 and compat.v2 share normalized names, not meanings
     if isinstance(st, ast.ImportFrom) and not st.level and st.module:
         if project.resolve(st.module, 0, path) is not None:
             return None
-        full = f"{st.module}.{alias.name}"
-        return ("name", normalize(full) or full)
+        return ("name", f"{st.module}.{alias.name}")
     return None
 
 
@@ -249,7 +282,7 @@ def _is_register_gradient(project, path: str, tree: ast.Module, dec: ast.expr) -
             normalize(f"{meaning[1]}.RegisterGradient") == "tensorflow.RegisterGradient"
     if isinstance(func, ast.Name):
         meaning = _meaning(project, path, tree, func.id)
-        return meaning is not None and meaning[0] == "name" and meaning[1] == "tensorflow.RegisterGradient"
+        return meaning is not None and meaning[0] == "name" and normalize(meaning[1]) == "tensorflow.RegisterGradient"
     return False
 
 

@@ -302,7 +302,8 @@ class GradientRewrite:
     def param_verdict(self, fn: cst.FunctionDef, param: str, source_params: list, source_keys=()) -> Verdict:
         key = (id(fn), param, tuple(source_params), source_keys)
         if key not in self._verdicts:
-            sig, fresh = self._signature(fn), fresh_sources(fn, source_keys, self.qn) if not source_params else None
+            sig, fresh = self._signature(fn), fresh_sources(fn, source_keys, self.qn, self.module) \
+                if not source_params else None
             if fresh:
                 self._verdicts[key] = Verdict(True, evidence=fresh)
             elif sig is None:
