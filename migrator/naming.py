@@ -41,8 +41,9 @@ def snake(text: str) -> str:
 class NameAllocator:
     """Hands out names not used anywhere in the module (nor by earlier calls)."""
 
-    def __init__(self, module: cst.Module):
+    def __init__(self, module: cst.Module, also_taken=None):
         self._module = module
+        self._also_taken = also_taken  # () -> names other modules see through a star import of this one
         self._taken: set[str] | None = None
         self._handed: set[str] = set()  # names given out for module level (imports, wrappers)
         self._in_function: dict[int, set[str]] = {}
@@ -55,6 +56,11 @@ class NameAllocator:
         return self._taken
 
     def fresh(self, base: str) -> str:
+        """A name for the module level (an import, a wrapper): also unused where a star import
+        of this module copies it."""
+        if self._also_taken is not None:
+            self.taken.update(self._also_taken())
+            self._also_taken = None
         name, i = base, 1
         while name in self.taken or not name.isidentifier():
             name = f"{base}_{i}"

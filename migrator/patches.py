@@ -199,8 +199,9 @@ def _root(node: ast.AST) -> Optional[str]:
     while True:
         if isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
-            node = node.args[0]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("vars", "getattr") \
+                and node.args:
+            node = node.args[0]  # `getattr(tf, "nn").relu = f` (an adversarial run)
         else:
             break
     return node.id if isinstance(node, ast.Name) else None
@@ -229,7 +230,8 @@ def may_patch_tf(text: str) -> bool:
             names.add(m.group(1))
     for line in text.splitlines():
         s = line.strip()
-        if any(w in s for w in ("setattr", "delattr", "__dict__", "vars(")) and set(re.findall(r"\w+", s)) & names:
+        if any(w in s for w in ("setattr", "delattr", "__dict__", "vars(", "getattr(")) and \
+                set(re.findall(r"\w+", s)) & names:
             return True
         if s.startswith(("for ", "async for ")):
             lhs = s.split(" in ", 1)[0]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Optional
 
 from migrator.project_tf import dynamic_bindings, found_twice, rebound_elsewhere, tf_binding
@@ -196,3 +197,29 @@ def star_rebinding(project, here: str, source: str, heads: set) -> Optional[str]
                         "to something else than this file's TensorFlow import, so the gradient call may not be "
                         "TF's; import what is used by name, then re-run")
     return None
+
+
+def star_visible_names(project, path: str, depth: int = 3) -> set:
+    """Identifiers used in the project files that star-import ``path`` (through further star
+    imports too): a module-level name the rewrite adds there (a wrapper, an import) would
+    replace theirs (an adversarial run: `sign_straight_through` from `from util import *` was
+    replaced by the wrapper of a later `from main import *`)."""
+    out: set = set()
+    frontier, seen = [os.path.abspath(path)], {os.path.abspath(path)}
+    for _ in range(depth):
+        nxt = []
+        for mod in frontier:
+            for q in project.importers(mod, depth=1) or ():
+                tree = project.tree(q)
+                if q in seen or tree is None or not any(
+                        isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) and
+                        project.resolve(n.module or "", n.level, q) == mod for n in ast.walk(tree)):
+                    continue
+                seen.add(q)
+                nxt.append(q)
+                out |= set(_IDENTIFIER.findall(project.text(q) or ""))
+        frontier = nxt
+    return out
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")

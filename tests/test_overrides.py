@@ -814,3 +814,28 @@ def test_operand_dtypes_from_adversarial_runs(src, code):
     out, sites = migrate(src)
     (site,) = [s for s in sites if s.kind == "override_map"]
     assert site.code == code, site.reason
+
+
+def test_a_wrapper_name_never_replaces_one_a_star_importer_uses(tmp_path):
+    """app.py gets `sign_straight_through` from util.py, then star-imports main.py: a wrapper of
+    that name added to main.py would replace util's in app (an adversarial run)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "util.py").write_text("def sign_straight_through(v):\n    return v * 7.0\n")
+    (tmp_path / "app.py").write_text("from util import *\nfrom main import *\n\n\ndef run(x):\n"
+                                     "    return f(x) + sign_straight_through(x)\n")
+    main = tmp_path / "main.py"
+    main.write_text("import tensorflow as tf\n\n\ndef f(x):\n    x = tf.clip_by_value(x, -1.0, 1.0)\n"
+                    "    with tf.get_default_graph().gradient_override_map({'Sign': 'Identity'}):\n"
+                    "        return tf.sign(x)\n")
+    res = runner.run([str(main)], runner.RunOptions(jobs=1, mode=runner.CHECK, keep_text=True)).results[0]
+    assert res.changed and "def sign_straight_through(" not in res.migrated
+    assert "def sign_straight_through_1(" in res.migrated
+
+
+def test_a_patch_through_getattr_is_a_patch(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "quant.py"
+    path.write_text(QUANT.format(patch="getattr(tf, 'math').round = lambda v: v", body="tf.math.round(x * n) / n"))
+    res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
+    (site,) = [s for s in res.sites if s.kind == "override_map"]
+    assert (site.status, site.code) == ("manual", "TFG101") and not res.changed

@@ -12,6 +12,7 @@ from migrator._plugins._gradbody import GradBody
 from migrator._plugins._gradfn import HelperSpec, Unsupported, analyse_op_uses, convert_gradient_function
 from migrator._plugins._override_block import BlockResult, analyse_block
 from migrator._plugins._override_model import Block, Candidate, Evidence, OverridePlan, Refuse, Registration, code
+from migrator.project_star import star_visible_names
 from migrator.project_tf import tf_module_name
 from migrator._plugins._override_ops import OpScanner
 from migrator._plugins._override_prove import Prover
@@ -52,7 +53,7 @@ class Planner:
         self.scanner = OpScanner(found, self.values, self.unsafe)
         self.regs = RegistrationProof(self.prover)
         self.plan = OverridePlan()
-        self.names = NameAllocator(self.module)
+        self.names = NameAllocator(self.module, lambda: star_visible_names(self.project, here))
         self.sites: list[Site] = []
         # a new `import tensorflow as tf` must not rebind a `tf` the file already has
         imported = tf_module_name(self.col.qnames.imported()) if not self.col.tf_aliases else None
@@ -347,8 +348,7 @@ def _report_refusals(p: Planner, refused: dict) -> None:
     for graph, scope, line, col_ in p.col.escaping:
         if not p.prover.is_graph(graph, scope) and not _may_be_graph(p, graph, scope):
             continue  # a look-alike method that is not entered by a with: nothing to say
-        reason = f"{codes.title('TFG110')}; {codes.advice('TFG110')}"
-        p.sites.append(Site(OVERRIDE_MAP, "TFG110", line, col_, MANUAL, reason))
+        p.sites.append(Site(OVERRIDE_MAP, "TFG110", line, col_, MANUAL, f"{codes.title('TFG110')}; {codes.advice('TFG110')}"))
         p.ctx.facts.setdefault("manual_overrides", []).append(line)
 
 

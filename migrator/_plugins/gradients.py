@@ -65,6 +65,7 @@ from migrator._plugins._grad_values import (
 )
 from migrator.model import HESSIANS, JACOBIAN, MANUAL, MIGRATED, TF_GRADIENTS, Site
 from migrator.naming import NameAllocator
+from migrator.project_star import star_visible_names
 from migrator.notebook import CELL_MARKER
 from migrator.tfnames import LazyQualifiedNameProvider, dotted, tf_name
 
@@ -93,7 +94,7 @@ class GradientRewrite:
         self.wrapper = ctx.metadata(module)  # shared with the plugins before (same module object)
         self.module = self.wrapper.module
         self.find = Find()
-        self.names = NameAllocator(self.module)
+        self.names = NameAllocator(self.module, lambda: star_visible_names(self.project, os.path.abspath(ctx.path)))
         self.unsafe = bool(getattr(ctx.options, "unsafe_fixes", False))
         self._project = None
         self._verdicts: dict = {}
