@@ -62,3 +62,16 @@ def test_eager_safe_reads_still_migrate(body):
     src, out, site = outcome(body)
     assert site.status == MIGRATED, (site.code, site.reason)
     assert "custom_gradient" in out
+
+
+@pytest.mark.parametrize("body, imports, want", [
+    # the same name, another computation in TF2: TF1's function is kept under tf.compat.v1
+    ("tf.image.resize(grad[None, :, :, None], [2, 2])[0, :, :, 0]", "", "tf.compat.v1.image.resize("),
+    # compat.v2's where is TF2's in both runtimes: nothing to change (it was made v1's)
+    ("tf2.where(tf.constant([True, False]), grad, tf.zeros_like(grad))", "import tensorflow.compat.v2 as tf2\n",
+     "tf2.where("),
+])
+def test_gradient_bodies_keep_the_computation_tf1_ran(body, imports, want):
+    src = imports + TEMPLATE.format(body=body)
+    out, sites = migrate_text(src, path="g.py")
+    assert all(s.status == MIGRATED for s in sites) and want in out, out

@@ -40,6 +40,11 @@ _V1_KEYWORDS = {"reduce": {"keep_dims": "keepdims", "reduction_indices": "axis"}
 _V1_ONLY_CALLS = {"dropout": "whose second argument is keep_prob in TF1 and rate in TF2"}
 
 
+#: TF1 names TF2 keeps for another computation (an adversarial run: `tf.image.resize` in a
+#: gradient moved to half-pixel centres)
+_MEANING_CHANGED = frozenset({"tensorflow.image.resize", "tensorflow.nn.softmax_cross_entropy_with_logits"})
+
+
 def _elementwise_where(call: cst.Call) -> bool:
     """``tf.where(g > 0., g, ...)``: the condition compares x or y itself with a number (or
     combines such comparisons), so it has their shape, where TF1's row selection and TF2's
@@ -244,6 +249,14 @@ class _Convert(cst.CSTTransformer):
         if leaf in _V1_ONLY_CALLS:
             raise Refuse("TFG117", f"the gradient function calls `{code(original.func)}`, {_V1_ONLY_CALLS[leaf]}; "
                                    "a grad_fn runs eagerly in TF2: migrate by hand")
+        if any(q.startswith("tensorflow.compat.v2.") for q in self.b.col.qualified(original)):
+            return updated  # TF2's function already, in both runtimes (`tf2.where` was made v1's: adversarial run)
+        if name in _MEANING_CHANGED:
+            # the same name, another computation in TF2 (half-pixel resize, label gradients, keep_prob
+            # read as rate): keep TF1's function, which TF2 has under tf.compat.v1
+            self.changes.append(f"`{code(original.func)}` -> `{self.b.alias}.compat.v1.{name[len('tensorflow.'):]}` "
+                                "(TF1's computation)")
+            return updated.with_changes(func=cst.parse_expression(f"{self.b.alias}.compat.v1.{name[len('tensorflow.'):]}"))
         if name == "tensorflow.where" and len(original.args) > 1 and not _elementwise_where(original) \
                 and not _op_shaped_where(original, self.op_shaped):
             # TF1 picked rows of x and y where cond has lower rank, TF2 broadcasts: keep TF1's function,
