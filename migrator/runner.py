@@ -87,6 +87,8 @@ def _migrate_source(src: files.Source, path: str, index: Optional[RunIndex], run
         new, sites = migrate_notebook(text, path, index, run.options)
     else:
         new, sites = pipeline.migrate_text(text, path, index, run.options)
+    if new != text:
+        src.encode(new)  # raises FileError now, in every mode: a report must not call unwritable sites migrated
     return text, new, sites
 
 

@@ -287,3 +287,19 @@ def test_a_link_out_of_the_walked_tree_is_not_followed(tmp_path):
     assert target.read_text() == SAMPLE and (proj / "own.py").read_text() == MIGRATED
     run_cli("-j1", proj / "third.py")  # named explicitly: written through
     assert target.read_text() == MIGRATED
+
+
+def test_an_unencodable_rewrite_reports_no_migrated_site_in_any_mode(tmp_path, monkeypatch):
+    """The copy of another file's gradient once brought `→` into a latin-1 file: the file was left
+    unchanged, but the report called its site migrated (an adversarial run)."""
+    from migrator import pipeline, runner
+    from migrator.model import MIGRATED, Site
+
+    path = tmp_path / "m.py"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport tensorflow as tf\ny = tf.gradients(1, 2)\n")
+    site = Site("tf_gradients", "TFG003", 3, 5, MIGRATED, "rewritten")
+    monkeypatch.setattr(pipeline, "migrate_text", lambda text, *a, **k: (text + "# \u2192\n", [site]))
+    for mode in (runner.CHECK, runner.WRITE):
+        (res,) = runner.run([str(path)], runner.RunOptions(jobs=1, mode=mode)).results
+        assert res.error and "cannot be encoded" in res.error and not res.sites and not res.changed
+    assert path.read_bytes().endswith(b"tf.gradients(1, 2)\n")
