@@ -117,12 +117,12 @@ def tf_api_patch_nodes(tree: ast.AST) -> list[ast.AST]:
     return [node for node, _path in tf_api_patch_paths(tree)]
 
 
-def tf_api_patch_paths(tree: ast.AST) -> list[tuple[ast.AST, Optional[str]]]:
+def tf_api_patch_paths(tree: ast.AST, extra: Optional[dict] = None) -> list[tuple[ast.AST, Optional[str]]]:
     """:func:`tf_api_patch_nodes`, each with the dotted TF path it replaces
     (``tensorflow.compat.v1.get_variable``), or None when that is not one literal path (a
     subscript, ``setattr`` with a computed name, a namespace update, ``del``, a module alias
     bound more than once)."""
-    mods: dict = {}  # name -> the TF module path it is bound to (None: bound to several)
+    mods: dict = dict(extra or {})  # name -> the TF module path it is bound to (None: bound to several)
 
     def bind(name: str, path: Optional[str]) -> None:
         mods[name] = path if name not in mods or mods[name] == path else None

@@ -327,10 +327,25 @@ class Project:
         files = [os.path.abspath(path)] + sorted(self.import_closure(path, depth=1))
         for p in files:
             if p not in self._api_patches:
-                tree = self.tree(p) if may_patch_tf(self.text(p) or "") else None  # most files: no parse
+                text = self.text(p) or ""
+                extra = self._reexported_tf(p, text)  # `from backend import tf as T`, then `T.sign = f`
+                tree = self.tree(p) if may_patch_tf(text) or extra else None  # most files: no parse
                 self._api_patches[p] = [Location(p, n.lineno, target or "") for n, target in
-                                        tf_api_patch_paths(tree)] if tree else []
+                                        tf_api_patch_paths(tree, extra)] if tree else []
         return [loc for p in files for loc in self._api_patches[p]]
+
+    def _reexported_tf(self, path: str, text: str) -> dict:
+        """Names ``path`` imports from a project module that binds them to a TF module."""
+        if "from " not in text or "=" not in text:
+            return {}
+        from migrator.project_tf import imported_tf_names  # the override planner's question: libcst is loaded
+
+        out = {}
+        for names, bound in imported_tf_names(self, path, text).values():
+            full = sorted(names)[0]
+            if len(names) == 1 and (full == "tensorflow" or full.startswith("tensorflow.")):
+                out[bound] = full
+        return out
 
     def registry_patches(self) -> Optional[list[Location]]:
         """Code anywhere in the project that reaches into TF's gradient registry (as SHAP's

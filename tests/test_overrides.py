@@ -839,3 +839,14 @@ def test_a_patch_through_getattr_is_a_patch(tmp_path):
     res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
     (site,) = [s for s in res.sites if s.kind == "override_map"]
     assert (site.status, site.code) == ("manual", "TFG101") and not res.changed
+
+
+def test_a_patch_through_a_re_exported_tf_is_a_patch(tmp_path):
+    """`from backend import tf as T; T.sign = f` replaces tf.sign (an adversarial run)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "backend.py").write_text("import tensorflow as tf\n")
+    path = tmp_path / "quant.py"
+    path.write_text(QUANT.format(patch="from backend import tf as T\nT.round = lambda v: v", body="tf.round(x * n) / n"))
+    res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
+    (site,) = [s for s in res.sites if s.kind == "override_map"]
+    assert (site.status, site.code) == ("manual", "TFG101") and not res.changed
