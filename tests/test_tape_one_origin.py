@@ -162,3 +162,15 @@ def test_sources_bound_to_a_graph_collection_are_named_as_such():
             tvars = tf.trainable_variables()
             return tf.gradients(loss, tvars)
         """, "TFG135", "the sources `tvars` are `tf.trainable_variables(...)`")
+
+
+def test_a_target_list_handed_to_unknown_code_and_filled_after_the_tape_is_refused():
+    """`keep(ys)` inside the tape, `put(d * 5)` after it appended to the same list (an adversarial
+    run: TF1 gave [6, 7, 8], the tape [1, 2, 3])."""
+    from migrator.pipeline import migrate_text
+
+    src = ("import tensorflow as tf\n\n\ndef f(x, keep, put):\n    d = tf.ones_like(x)\n    ys = [d * x]\n"
+           "    keep(ys)\n    y2 = d * 5.0\n    put(y2)\n    return tf.gradients(ys, [d])[0]\n")
+    out, sites = migrate_text(src, path="m.py")
+    (s,) = sites
+    assert out == src and s.code == "TFG130" and "`keep(...)` (line 7)" in s.reason

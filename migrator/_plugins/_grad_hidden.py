@@ -142,3 +142,52 @@ def collection_read(an, node: cst.CSTNode) -> Optional[cst.Call]:
                 "tensorflow.get_variable", "tensorflow.get_local_variable"):
             return call
     return None
+
+
+#: builtins that keep no reference to what they are given
+_KEEPS_NOTHING = frozenset({"print", "len", "range", "float", "int", "bool", "str", "isinstance", "repr", "abs"})
+
+
+def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
+    """A list the targets or sources are kept in was handed to code the migrator cannot follow,
+    and such code runs after the tape, before the gradient: it may fill the list with values
+    the tape never recorded (an adversarial run: `keep(ys)` in the tape, `put(d * 5)` after it
+    appended to `ys`; TF1 differentiated that value too)."""
+    names = {k.split(".")[0] for k in c.ys_keys} | {src.key.split(".")[0] for src in c.sources}
+    containers = {n for n in names if _holds_list(an, flat, c.item, n)}
+    if not containers or e + 1 >= c.item:
+        return None
+    handed = None
+    for i in range(c.item):
+        for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
+            if _unknown(an, call) and any(isinstance(a.value, cst.Name) and a.value.value in containers
+                                          for a in call.args):
+                handed = handed or (an.code(call.func), an.line(flat[i].orig))
+    if handed is None:
+        return None
+    for i in range(e + 1, c.item):
+        for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
+            if _unknown(an, call):
+                return (f"{', '.join(f'`{n}`' for n in sorted(containers))} was handed to `{handed[0]}(...)` (line "
+                        f"{handed[1]}), and `{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the "
+                        "tape, may fill it with values the tape did not record; call the gradient before that line, "
+                        "or migrate by hand")
+    return None
+
+
+def _unknown(an, call: cst.Call) -> bool:
+    if an.tf_name(call) is not None:
+        return False
+    return not (isinstance(call.func, cst.Name) and call.func.value in _KEEPS_NOTHING)
+
+
+def _holds_list(an, flat: list, upto: int, name: str) -> bool:
+    """``name`` is bound before the call to a list or dict display (a container that can be filled)."""
+    for i in range(upto):
+        orig = flat[i].orig
+        for small in getattr(orig, "body", ()) if isinstance(orig, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                                     for t in small.targets):
+                if isinstance(small.value, (cst.List, cst.ListComp, cst.Dict, cst.DictComp, cst.Set)):
+                    return True
+    return False
