@@ -173,7 +173,33 @@ def tf_api_patch_paths(tree: ast.AST, extra: Optional[dict] = None) -> list[tupl
                 node.func.attr in ("update", "__setitem__", "setdefault") and _is_namespace(node.func.value) \
                 and _root(node.func.value) in tf_names:
             out.append((node, None))
+        elif isinstance(node, ast.Call):
+            mocked = _mock_patch(node, mods, tf_names)
+            if mocked is not False:
+                out.append((node, mocked))
     return out
+
+
+def _mock_patch(call: ast.Call, mods: dict, tf_names: set):
+    """``mock.patch("tensorflow.sign", f)``, ``mock.patch.object(tf, "sign", f)``, or a TF module's
+    namespace handed to a function (``operator.setitem(vars(tf), "sign", f)``): the path it
+    replaces, None when unknown, False when the call patches nothing of TF (a second adversarial run)."""
+    func, args = call.func, call.args
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name == "patch" and args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+        return args[0].value if args[0].value.split(".")[0] == "tensorflow" else False
+    if name in ("object", "multiple", "dict") and isinstance(func, ast.Attribute) and \
+            getattr(func.value, "attr", getattr(func.value, "id", None)) == "patch" and args:
+        if _root(args[0]) not in tf_names and not (isinstance(args[0], ast.Constant) and
+                                                   str(args[0].value).startswith("tensorflow")):
+            return False
+        base = _path(args[0], mods)
+        attr = args[1] if len(args) > 1 and name == "object" else None
+        return f"{base}.{attr.value}" if base and isinstance(attr, ast.Constant) and isinstance(attr.value, str) \
+            else None
+    if any(_is_namespace(a) and _root(a) in tf_names for a in [*args, *(k.value for k in call.keywords)]):
+        return None
+    return False
 
 
 def _path(node: ast.AST, mods: dict) -> Optional[str]:
@@ -207,6 +233,7 @@ def _root(node: ast.AST) -> Optional[str]:
     return node.id if isinstance(node, ast.Name) else None
 
 
+_MOCK = re.compile(r"\bpatch\s*\(\s*['\"]tensorflow|\bpatch\.(?:object|multiple|dict)\s*\(")
 _ROOT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*[.\[]")
 _TF_IMPORT = re.compile(r"^\s*(?:import\s+tensorflow[\w.]*(?:\s+as\s+(\w+))?|from\s+tensorflow[\w.]*\s+import\s+([^#\n]+))",
                         re.M)
@@ -216,6 +243,8 @@ _ASSIGN_LHS = re.compile(r"^([^#=]*?)(?:[-+*/%&|^@]|//|>>|<<|\*\*)?=(?!=)")
 def may_patch_tf(text: str) -> bool:
     """A cheap look at a file's text: could it replace something on a TF module?  (True
     whenever :func:`tf_api_patch_nodes` could find something; false positives only cost a parse.)"""
+    if _MOCK.search(text):
+        return True  # `mock.patch("tensorflow.sign", f)` needs no import of TF
     names = set()
     for m in _TF_IMPORT.finditer(text):
         if m.group(2):

@@ -199,7 +199,7 @@ def star_rebinding(project, here: str, source: str, heads: set) -> Optional[str]
     return None
 
 
-def star_visible_names(project, path: str, depth: int = 3) -> set:
+def star_visible_names(project, path: str, depth: int = 12) -> set:
     """Identifiers used in the project files that star-import ``path`` (through further star
     imports too): a module-level name the rewrite adds there (a wrapper, an import) would
     replace theirs (an adversarial run: `sign_straight_through` from `from util import *` was

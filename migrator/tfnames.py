@@ -96,21 +96,25 @@ class _ScopeNames:
                 names = self._from_star(node)
             head = (dotted(node) or "").split(".")[0]
             if names and head and head in self.walrus_targets():
-                names = set(names) | {MIXED}  # `[(tf := f) for _ in x]` binds the module's `tf` too
+                names = set(names) | {MIXED}  # `[(tf := f) for _ in x]`, `case tf:` bind the module's `tf` too
             self._names[node] = names
         return names
 
     def walrus_targets(self) -> set:
-        """Names a walrus binds anywhere (libcst puts one inside a comprehension in the
-        comprehension's scope; Python binds it in the enclosing one: an adversarial run)."""
+        """Names a walrus or a `match` capture binds anywhere: libcst puts a walrus inside a
+        comprehension in the comprehension's scope (Python binds it in the enclosing one), and
+        records no capture pattern (`case tf:`) at all (two adversarial runs)."""
         if self._walrus is None:
             self._walrus = set()
-            if self._module is not None and ":=" in self._module.code:
+            code = self._module.code if self._module is not None else ""
+            if ":=" in code or "match" in code:
                 todo = [self._module]
                 while todo:
                     n = todo.pop()
                     if isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name):
                         self._walrus.add(n.target.value)
+                    elif isinstance(n, (cst.MatchAs, cst.MatchStar)) and isinstance(n.name, cst.Name):
+                        self._walrus.add(n.name.value)
                     todo += list(n.children)
         return self._walrus
 

@@ -108,6 +108,9 @@ def test_a_module_found_twice_is_not_read(tmp_path):
     # a walrus in a comprehension binds the module's name (libcst files it under the comprehension)
     ("import tensorflow as tf\nimport other\n_ = [(tf := other) for _i in range(1)]\n" + CALL.format("tf.gradients"),
      "tf"),
+    # a capture pattern binds too, and libcst records none
+    ("import tensorflow as tf\nimport other\nmatch other:\n    case tf:\n        pass\n" + CALL.format("tf.gradients"),
+     "tf"),
 ])
 def test_a_name_bound_to_tf_and_to_something_else_is_reported(tmp_path, main, name):
     other = "def gradients(ys, xs):\n    return [2.0]\n\n\ndef grad(ys, xs):\n    return [2.0]\n\n\ndef make():\n" \

@@ -65,3 +65,11 @@ def test_a_source_put_into_a_parameter_s_list_keeps_the_condition():
     out, sites = migrate_text(src, path="probe.py")
     (s,) = sites
     assert s.status == MANUAL and out == src
+
+
+def test_an_in_place_add_to_a_parameter_s_list_keeps_the_condition():
+    src = ("import tensorflow as tf\n\n\ndef probe(x, acc, flag=True):\n    d = tf.ones_like(x)\n    acc += [d * 3.0]\n"
+           "    if flag:\n        y = tf.reduce_sum(acc[-1] * x) + tf.reduce_sum(d * x)\n"
+           "        return tf.gradients(y, [d])[0]\n    return x\n")
+    out, sites = migrate_text(src, path="probe.py")
+    assert out == src and all(s.status == MANUAL for s in sites)

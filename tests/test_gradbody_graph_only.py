@@ -75,3 +75,27 @@ def test_gradient_bodies_keep_the_computation_tf1_ran(body, imports, want):
     src = imports + TEMPLATE.format(body=body)
     out, sites = migrate_text(src, path="g.py")
     assert all(s.status == MIGRATED for s in sites) and want in out, out
+
+
+@pytest.mark.parametrize("body", [
+    "grad * tf.cond(tf.reduce_sum(grad) > 0.0, lambda: [grad * 2.0], lambda: [grad * 3.0])[0]",
+    "tf.while_loop(lambda g: tf.reduce_sum(g) < 50.0, lambda g: [g * 2.0], [grad])[0]",
+    "tf.case([(tf.reduce_sum(grad) > 0.0, lambda: [grad * 2.0])], default=lambda: [grad * 3.0])[0]",
+])
+def test_control_flow_whose_result_tf1_unwraps_refuses(body):
+    """TF1 unwraps a one-element list result; TF2 (and tf.compat.v1's, inside tf.function) keeps
+    it: a second adversarial run got other gradients."""
+    src = TEMPLATE.format(body=body)
+    out, sites = migrate_text(src, path="g.py")
+    assert out == src and any(s.code == "TFG117" for s in sites)
+
+
+@pytest.mark.parametrize("src, want", [
+    (TEMPLATE.format(body="tf.nn.embedding_lookup([grad[:1], grad[1:]], tf.constant([0, 1]))"),
+     "tf.compat.v1.nn.embedding_lookup("),  # "mod" in TF1, "div" in TF2
+    (TEMPLATE.replace("def _g(op, grad):", "def _g(op, grad, rs=tf.image.resize):").format(
+        body="rs(grad[None, :, :, None], [2, 2])[0, :, :, 0]"), "rs=tf.compat.v1.image.resize"),  # a reference
+])
+def test_a_changed_api_is_tf1_s_also_as_a_reference(src, want):
+    out, sites = migrate_text(src, path="g.py")
+    assert all(s.status == MIGRATED for s in sites) and want in out, out

@@ -78,6 +78,10 @@ def test_the_registered_function_is_copied_and_its_file_kept(tmp_path, only_main
     # another file reaches the registry by the name
     (_files(**{"tweak.py": "from tensorflow.python.framework import ops\n"
                            "ops._gradient_registry._registry['MyGrad'].update(type=None)\n"}), "registry lookup"),
+    # another file reaches the registry without naming the gradient (a second adversarial run)
+    (_files(**{"tweak.py": "from tensorflow.python.framework import ops\n"
+                           "for k, v in list(ops._gradient_registry._registry.items()):\n"
+                           "    v['type'].__defaults__ = (3.0,)\n", "run.py": "import tweak\nimport main\n"}), "registry"),
     # text the user file's encoding may not hold
     ({**_files(), "grads.py": GRADS.format(extra="# \u2192 a comment", body=BODY)}, "not ASCII"),
 ])

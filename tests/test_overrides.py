@@ -850,3 +850,49 @@ def test_a_patch_through_a_re_exported_tf_is_a_patch(tmp_path):
     res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
     (site,) = [s for s in res.sites if s.kind == "override_map"]
     assert (site.status, site.code) == ("manual", "TFG101") and not res.changed
+
+
+@pytest.mark.parametrize("patch", [
+    "from unittest import mock\nmock.patch('tensorflow.round', lambda v: v).start()",
+    "from unittest import mock\nmock.patch.object(tf, 'round', lambda v: v).start()",
+    "import operator\noperator.setitem(vars(tf), 'round', lambda v: v)",
+])
+def test_a_patch_through_mock_or_a_handed_namespace_is_a_patch(tmp_path, patch):
+    """A second adversarial run replaced tf.sign in these three ways, unseen."""
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "quant.py"
+    path.write_text(QUANT.format(patch=patch, body="tf.round(x * n) / n"))
+    res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
+    (site,) = [s for s in res.sites if s.kind == "override_map"]
+    assert (site.status, site.code) == ("manual", "TFG101") and not res.changed
+
+
+def test_a_module_level_graph_switch_with_a_helper_that_enters_another_graph(tmp_path):
+    """Inside `with g.as_default():` a helper module's `ctx.__enter__()` makes another graph the
+    default, where TF1 ignored the map (a second adversarial run)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helper.py").write_text("import tensorflow as tf\n\n\ndef enter_other():\n"
+                                        "    tf.Graph().as_default().__enter__()\n")
+    main = tmp_path / "main.py"
+    main.write_text("import tensorflow as tf\nimport helper\n\ng = tf.Graph()\nwith g.as_default():\n"
+                    "    helper.enter_other()\n    x = tf.constant([1.0])\n"
+                    "    with g.gradient_override_map({'Relu': 'Identity'}):\n        y = tf.nn.relu(x)\n")
+    res = runner.run([str(main)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
+    (site,) = [s for s in res.sites if s.kind == "override_map"]
+    assert site.status == "manual" and not res.changed
+
+
+def test_star_importers_are_followed_through_long_chains(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "util.py").write_text("def sign_straight_through(v):\n    return v * 7.0\n")
+    (tmp_path / "m1.py").write_text("from main import *\n")
+    (tmp_path / "m2.py").write_text("from m1 import *\n")
+    (tmp_path / "m3.py").write_text("from m2 import *\n")
+    (tmp_path / "app.py").write_text("from util import *\nfrom m3 import *\n\n\ndef run(x):\n"
+                                     "    return sign_straight_through(x)\n")
+    main = tmp_path / "main.py"
+    main.write_text("import tensorflow as tf\n\n\ndef f(x):\n    x = tf.clip_by_value(x, -1.0, 1.0)\n"
+                    "    with tf.get_default_graph().gradient_override_map({'Sign': 'Identity'}):\n"
+                    "        return tf.sign(x)\n")
+    res = runner.run([str(main)], runner.RunOptions(jobs=1, mode=runner.CHECK, keep_text=True)).results[0]
+    assert "def sign_straight_through_1(" in res.migrated

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from migrator.pipeline import migrate_text
 from one_site import manual, migrated
 
@@ -174,3 +176,14 @@ def test_a_target_list_handed_to_unknown_code_and_filled_after_the_tape_is_refus
     out, sites = migrate_text(src, path="m.py")
     (s,) = sites
     assert out == src and s.code == "TFG130" and "`keep(...)` (line 7)" in s.reason
+
+
+@pytest.mark.parametrize("bind, hand", [("list([d * x])", "keep(ys)"), ("[d * x]", "keep([ys])"),
+                                        ("[d * x]", "keep(*[ys])")])
+def test_a_target_list_handed_on_in_other_spellings_is_refused(bind, hand):
+    from migrator.pipeline import migrate_text
+
+    src = (f"import tensorflow as tf\n\n\ndef f(x, keep, put):\n    d = tf.ones_like(x)\n    ys = {bind}\n"
+           f"    {hand}\n    y2 = d * 5.0\n    put(y2)\n    return tf.gradients(ys, [d])[0]\n")
+    out, sites = migrate_text(src, path="m.py")
+    assert out == src and all(s.status == "manual" for s in sites)

@@ -102,6 +102,8 @@ def _pure(fn: cst.FunctionDef, qn, defs: dict, depth: int) -> bool:
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             if any(isinstance(x, (cst.Attribute, cst.Subscript)) for t in targets for x in _walk(t)):
                 return False
+            if isinstance(n, cst.AugAssign):  # `acc += [d]` fills a list it was given, in place
+                return False
         if isinstance(n, cst.Call):
             if tf_name(n, qn) is not None:
                 continue

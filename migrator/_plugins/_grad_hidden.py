@@ -160,8 +160,8 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
     handed = None
     for i in range(c.item):
         for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
-            if _unknown(an, call) and any(isinstance(a.value, cst.Name) and a.value.value in containers
-                                          for a in call.args):
+            if _unknown(an, call) and any(isinstance(n, cst.Name) and n.value in containers
+                                          for a in call.args for n in _names_in(a.value)):
                 handed = handed or (an.code(call.func), an.line(flat[i].orig))
     if handed is None:
         return None
@@ -182,12 +182,25 @@ def _unknown(an, call: cst.Call) -> bool:
 
 
 def _holds_list(an, flat: list, upto: int, name: str) -> bool:
-    """``name`` is bound before the call to a list or dict display (a container that can be filled)."""
+    """``name`` may hold a container that can be filled: some binding of it before the call is
+    not a TF op's result or arithmetic (a display, `list(...)`, a call of the program's)."""
     for i in range(upto):
         orig = flat[i].orig
         for small in getattr(orig, "body", ()) if isinstance(orig, cst.SimpleStatementLine) else ():
             if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
                                                      for t in small.targets):
-                if isinstance(small.value, (cst.List, cst.ListComp, cst.Dict, cst.DictComp, cst.Set)):
+                value = small.value
+                if not (isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) or
+                        isinstance(value, cst.Call) and an.tf_name(value) is not None):
                     return True
     return False
+
+
+def _names_in(node: cst.CSTNode):
+    """Names in an argument, also inside a display or a star (`keep([ys])`, `keep(*[ys])`)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, (cst.Lambda, cst.FunctionDef)):
+            todo += list(n.children)

@@ -37,12 +37,18 @@ _V1_KEYWORDS = {"reduce": {"keep_dims": "keepdims", "reduction_indices": "axis"}
                 "squeeze": {"squeeze_dims": "axis"}, "moments": {"keep_dims": "keepdims"},
                 "norm": {"keep_dims": "keepdims"}}
 #: TF names whose arguments mean something else in TF2
-_V1_ONLY_CALLS = {"dropout": "whose second argument is keep_prob in TF1 and rate in TF2"}
+_V1_ONLY_CALLS = {"dropout": "whose second argument is keep_prob in TF1 and rate in TF2",
+                  # TF1 unwraps a one-element list result, TF2 (and tf.compat.v1's under tf.function) keeps
+                  # it: a second adversarial run
+                  **{k: "whose result TF1 unwraps when it is a one-element list, and TF2 does not"
+                     for k in ("cond", "case", "while_loop", "map_fn", "scan")}}
 
 
 #: TF1 names TF2 keeps for another computation (an adversarial run: `tf.image.resize` in a
 #: gradient moved to half-pixel centres)
-_MEANING_CHANGED = frozenset({"tensorflow.image.resize", "tensorflow.nn.softmax_cross_entropy_with_logits"})
+_MEANING_CHANGED = frozenset({"tensorflow.image.resize", "tensorflow.nn.softmax_cross_entropy_with_logits",
+                              # partition_strategy "mod" in TF1, "div" in TF2
+                              "tensorflow.nn.embedding_lookup"})
 
 
 def _elementwise_where(call: cst.Call) -> bool:
@@ -169,8 +175,13 @@ class _Convert(cst.CSTTransformer):
         self.op_shaped: Optional[tuple] = None
         self.changes: list[str] = []
         self._skip: set = set()
+        self._callees: set = set()  # ids of the functions of calls (a reference elsewhere is no call)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return True
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        self._callees.add(id(node.func))
         return True
 
     def visit_Decorator(self, node: cst.Decorator) -> bool:
@@ -208,6 +219,12 @@ class _Convert(cst.CSTTransformer):
 
     def _rename(self, original, updated, st):
         name, status, new = st
+        root = dotted(original).split(".")[0] if dotted(original) else None
+        if name in _MEANING_CHANGED and root is not None and id(original) not in self._callees:
+            # a reference, not a call (`rs=tf.image.resize` as a default): TF1's function too
+            self.changes.append(f"`{code(original)}` -> `{root}.compat.v1.{name[len('tensorflow.'):]}` "
+                                "(TF1's computation)")
+            return cst.parse_expression(f"{root}.compat.v1.{name[len('tensorflow.'):]}")
         if status in ("same", "differs"):
             return updated
         if status == "renamed" and new is not None:

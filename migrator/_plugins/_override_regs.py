@@ -42,6 +42,20 @@ class RegistrationProof:
                                    "register one function per name, or migrate by hand")
         self._name_users(reg, ev)
         self._direct_calls(reg, ev)
+        self._registry_reached()
+
+    def _registry_reached(self) -> None:
+        """Code loaded with this file that reaches into TF's gradient registry may change the
+        registered function (a second adversarial run set its `__defaults__` by iterating the
+        registry, naming no gradient): the helper made from it would not see that."""
+        found = self.project.registry_patches() if self.project is not None else []
+        if found is None:
+            raise Refuse("TFG112", "cannot tell whether the project reaches into TF's gradient registry (too big "
+                                   "to search); migrate by hand")
+        found = [f for f in found if f.text == "_gradient_registry" and self.project.may_run_together(self.p.path, f.path)]
+        if found:
+            raise Refuse("TFG112", f"TF's gradient registry is reached at {os.path.basename(found[0].path)}:"
+                                   f"{found[0].line}, which may change the registered function; migrate by hand")
 
     def placement(self, reg: Registration, blocks: list, ev: Evidence) -> None:
         """The helper must exist wherever a wrapper calls it: its def runs before every block

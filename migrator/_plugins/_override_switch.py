@@ -68,8 +68,20 @@ def safe_context(prover, item: cst.WithItem) -> bool:
 
 def no_manual_switch(prover, fn: Optional[cst.CSTNode]) -> bool:
     """The function enters no context by hand (`__enter__`, `ExitStack.enter_context`) and is no
-    generator (it could resume under another default graph)."""
-    return fn is not None and not _MANUAL_SWITCH.search(prover.code_of(fn))
+    generator (it could resume under another default graph); nor does code it can call in this
+    file or the project modules it imports (an adversarial run: a helper module's
+    `_ctx.__enter__()` made another graph the default inside the `with g.as_default():`)."""
+    if fn is None or _MANUAL_SWITCH.search(prover.code_of(fn)):
+        return False
+    project = getattr(prover, "project", None)
+    if project is None:
+        return True
+    files = [prover.path] + list(project.import_closure(prover.path))
+    return not any(_ENTERS.search(project.text(p) or "") for p in files)
+
+
+#: entering a context by hand, anywhere in a module the block's code may call
+_ENTERS = re.compile(r"__enter__|enter_context")
 
 
 def rebinds(prover, fn: cst.CSTNode, within: cst.With, key: str) -> bool:
