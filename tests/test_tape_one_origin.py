@@ -187,3 +187,14 @@ def test_a_target_list_handed_on_in_other_spellings_is_refused(bind, hand):
            f"    {hand}\n    y2 = d * 5.0\n    put(y2)\n    return tf.gradients(ys, [d])[0]\n")
     out, sites = migrate_text(src, path="m.py")
     assert out == src and all(s.status == "manual" for s in sites)
+
+
+def test_a_loss_appended_to_a_list_the_function_made_is_not_handed_to_unknown_code():
+    """`losses.append(loss)` keeps `loss` but never fills it (a held-out repository's MAML loop
+    got a false 'may fill it' reason)."""
+    from migrator.pipeline import migrate_text
+
+    src = ("import tensorflow as tf\n\n\ndef f(x, n):\n    losses = []\n    w = tf.ones_like(x)\n"
+           "    loss = n.loss(x * w)\n    losses.append(loss)\n    return tf.gradients(loss, [w])[0]\n")
+    out, sites = migrate_text(src, path="m.py")
+    assert all("may fill it" not in s.reason for s in sites)

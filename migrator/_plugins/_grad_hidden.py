@@ -157,17 +157,18 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
     containers = {n for n in names if _holds_list(an, flat, c.item, n)}
     if not containers or e + 1 >= c.item:
         return None
+    lists = _local_lists(an, c.node)  # lists the function makes: their methods are known
     handed = None
     for i in range(c.item):
         for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
-            if _unknown(an, call) and any(isinstance(n, cst.Name) and n.value in containers
-                                          for a in call.args for n in _names_in(a.value)):
+            if _unknown(an, call, lists) and any(isinstance(n, cst.Name) and n.value in containers
+                                                 for a in call.args for n in _names_in(a.value)):
                 handed = handed or (an.code(call.func), an.line(flat[i].orig))
     if handed is None:
         return None
     for i in range(e + 1, c.item):
         for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
-            if _unknown(an, call):
+            if _unknown(an, call, lists):
                 return (f"{', '.join(f'`{n}`' for n in sorted(containers))} was handed to `{handed[0]}(...)` (line "
                         f"{handed[1]}), and `{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the "
                         "tape, may fill it with values the tape did not record; call the gradient before that line, "
@@ -175,10 +176,44 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
     return None
 
 
-def _unknown(an, call: cst.Call) -> bool:
+def _unknown(an, call: cst.Call, lists: set = frozenset()) -> bool:
+    """Code that may keep what it is given and fill it later: not TF's, not a plain builtin, not
+    a method of a list this function made (`losses.append(loss)`: a held-out repository)."""
     if an.tf_name(call) is not None:
         return False
-    return not (isinstance(call.func, cst.Name) and call.func.value in _KEEPS_NOTHING)
+    func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in lists \
+            and func.attr.value in _LIST_METHODS:
+        return False
+    return not (isinstance(func, cst.Name) and func.value in _KEEPS_NOTHING)
+
+
+_LIST_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "pop", "remove", "clear"})
+
+
+def _local_lists(an, node) -> set:
+    """Names every binding of which, in the function holding ``node``, is a list, dict or set
+    display (so their methods are the builtins', which keep what they are given but fill it never)."""
+    fn = an.parents.get(node)
+    while fn is not None and not isinstance(fn, (cst.FunctionDef, cst.Module)):
+        fn = an.parents.get(fn)
+    displays, other = set(), set()
+    todo = [fn] if fn is not None else []
+    while todo:
+        n = todo.pop()
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                if isinstance(t.target, cst.Name):
+                    (displays if isinstance(n.value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
+                                                      cst.SetComp)) else other).add(t.target.value)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+            other |= {x.value for x in _names_in(n.target) if isinstance(x, cst.Name)}
+        elif isinstance(n, cst.AsName):
+            other |= {x.value for x in _names_in(n.name) if isinstance(x, cst.Name)}
+        elif isinstance(n, (cst.Global, cst.Nonlocal)):
+            other |= {a.name.value for a in n.names}
+        todo += list(n.children)
+    return displays - other
 
 
 def _holds_list(an, flat: list, upto: int, name: str) -> bool:

@@ -129,7 +129,7 @@ class Prover:
         base = item.item.func.value if item is not None else None
         graph_base = made_default or (named and self._graph_base(base, block.scope))
         ok = (named or made_default) and fn is not None and not rebinds(self, fn, sw[0], key) \
-            and plain_contexts(self, block.node, sw[0], item) and no_manual_switch(self, fn) and graph_base
+            and plain_contexts(self, block.node, sw[0], item) and no_manual_switch(self, fn, True) and graph_base
         if ok:
             how = ("the graph made default by the enclosing `with ... as_default()`" if named
                    else f"made the default graph by the enclosing `with {key}.as_default()`")

@@ -66,15 +66,15 @@ def safe_context(prover, item: cst.WithItem) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value in GRAPH_CONTEXT_METHODS
 
 
-def no_manual_switch(prover, fn: Optional[cst.CSTNode]) -> bool:
+def no_manual_switch(prover, fn: Optional[cst.CSTNode], imported: bool = False) -> bool:
     """The function enters no context by hand (`__enter__`, `ExitStack.enter_context`) and is no
-    generator (it could resume under another default graph); nor does code it can call in this
-    file or the project modules it imports (an adversarial run: a helper module's
-    `_ctx.__enter__()` made another graph the default inside the `with g.as_default():`)."""
+    generator (it could resume under another default graph); with ``imported``, nor does code it
+    can call in this file or the project modules it imports (an adversarial run: a helper
+    module's `_ctx.__enter__()` made another graph the default inside `with g.as_default():`)."""
     if fn is None or _MANUAL_SWITCH.search(prover.code_of(fn)):
         return False
     project = getattr(prover, "project", None)
-    if project is None:
+    if project is None or not imported:
         return True
     files = [prover.path] + list(project.import_closure(prover.path))
     return not any(_ENTERS.search(project.text(p) or "") for p in files)
