@@ -816,13 +816,19 @@ def test_operand_dtypes_from_adversarial_runs(src, code):
     assert site.code == code, site.reason
 
 
-def test_a_wrapper_name_never_replaces_one_a_star_importer_uses(tmp_path):
-    """app.py gets `sign_straight_through` from util.py, then star-imports main.py: a wrapper of
-    that name added to main.py would replace util's in app (an adversarial run)."""
+@pytest.mark.parametrize("hops", [0, 3])
+def test_a_wrapper_name_never_replaces_one_a_star_importer_uses(tmp_path, hops):
+    """app.py gets `sign_straight_through` from util.py, then star-imports main.py (directly, or
+    through a chain of star imports): a wrapper of that name added to main.py would replace
+    util's in app (two adversarial runs)."""
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "util.py").write_text("def sign_straight_through(v):\n    return v * 7.0\n")
-    (tmp_path / "app.py").write_text("from util import *\nfrom main import *\n\n\ndef run(x):\n"
-                                     "    return f(x) + sign_straight_through(x)\n")
+    last = "main"
+    for i in range(1, hops + 1):
+        (tmp_path / f"m{i}.py").write_text(f"from {last} import *\n")
+        last = f"m{i}"
+    (tmp_path / "app.py").write_text(f"from util import *\nfrom {last} import *\n\n\ndef run(x):\n"
+                                     "    return sign_straight_through(x)\n")
     main = tmp_path / "main.py"
     main.write_text("import tensorflow as tf\n\n\ndef f(x):\n    x = tf.clip_by_value(x, -1.0, 1.0)\n"
                     "    with tf.get_default_graph().gradient_override_map({'Sign': 'Identity'}):\n"
@@ -832,36 +838,19 @@ def test_a_wrapper_name_never_replaces_one_a_star_importer_uses(tmp_path):
     assert "def sign_straight_through_1(" in res.migrated
 
 
-def test_a_patch_through_getattr_is_a_patch(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    path = tmp_path / "quant.py"
-    path.write_text(QUANT.format(patch="getattr(tf, 'math').round = lambda v: v", body="tf.math.round(x * n) / n"))
-    res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
-    (site,) = [s for s in res.sites if s.kind == "override_map"]
-    assert (site.status, site.code) == ("manual", "TFG101") and not res.changed
-
-
-def test_a_patch_through_a_re_exported_tf_is_a_patch(tmp_path):
-    """`from backend import tf as T; T.sign = f` replaces tf.sign (an adversarial run)."""
+@pytest.mark.parametrize("patch, body", [
+    ("from unittest import mock\nmock.patch('tensorflow.round', lambda v: v).start()", "tf.round(x * n) / n"),
+    ("from unittest import mock\nmock.patch.object(tf, 'round', lambda v: v).start()", "tf.round(x * n) / n"),
+    ("import operator\noperator.setitem(vars(tf), 'round', lambda v: v)", "tf.round(x * n) / n"),
+    ("getattr(tf, 'math').round = lambda v: v", "tf.math.round(x * n) / n"),
+    ("from backend import tf as T\nT.round = lambda v: v", "tf.round(x * n) / n"),  # a re-exported tf
+])
+def test_a_patch_in_an_unseen_spelling_is_a_patch(tmp_path, patch, body):
+    """Two adversarial runs replaced tf.sign in these ways, unseen: the block was wrapped."""
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "backend.py").write_text("import tensorflow as tf\n")
     path = tmp_path / "quant.py"
-    path.write_text(QUANT.format(patch="from backend import tf as T\nT.round = lambda v: v", body="tf.round(x * n) / n"))
-    res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
-    (site,) = [s for s in res.sites if s.kind == "override_map"]
-    assert (site.status, site.code) == ("manual", "TFG101") and not res.changed
-
-
-@pytest.mark.parametrize("patch", [
-    "from unittest import mock\nmock.patch('tensorflow.round', lambda v: v).start()",
-    "from unittest import mock\nmock.patch.object(tf, 'round', lambda v: v).start()",
-    "import operator\noperator.setitem(vars(tf), 'round', lambda v: v)",
-])
-def test_a_patch_through_mock_or_a_handed_namespace_is_a_patch(tmp_path, patch):
-    """A second adversarial run replaced tf.sign in these three ways, unseen."""
-    (tmp_path / "pyproject.toml").write_text("")
-    path = tmp_path / "quant.py"
-    path.write_text(QUANT.format(patch=patch, body="tf.round(x * n) / n"))
+    path.write_text(QUANT.format(patch=patch, body=body))
     res = runner.run([str(path)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
     (site,) = [s for s in res.sites if s.kind == "override_map"]
     assert (site.status, site.code) == ("manual", "TFG101") and not res.changed
@@ -880,19 +869,3 @@ def test_a_module_level_graph_switch_with_a_helper_that_enters_another_graph(tmp
     res = runner.run([str(main)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
     (site,) = [s for s in res.sites if s.kind == "override_map"]
     assert site.status == "manual" and not res.changed
-
-
-def test_star_importers_are_followed_through_long_chains(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "util.py").write_text("def sign_straight_through(v):\n    return v * 7.0\n")
-    (tmp_path / "m1.py").write_text("from main import *\n")
-    (tmp_path / "m2.py").write_text("from m1 import *\n")
-    (tmp_path / "m3.py").write_text("from m2 import *\n")
-    (tmp_path / "app.py").write_text("from util import *\nfrom m3 import *\n\n\ndef run(x):\n"
-                                     "    return sign_straight_through(x)\n")
-    main = tmp_path / "main.py"
-    main.write_text("import tensorflow as tf\n\n\ndef f(x):\n    x = tf.clip_by_value(x, -1.0, 1.0)\n"
-                    "    with tf.get_default_graph().gradient_override_map({'Sign': 'Identity'}):\n"
-                    "        return tf.sign(x)\n")
-    res = runner.run([str(main)], runner.RunOptions(jobs=1, mode=runner.CHECK, keep_text=True)).results[0]
-    assert "def sign_straight_through_1(" in res.migrated
