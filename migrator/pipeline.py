@@ -348,6 +348,7 @@ class FileContext:
             wrapper.tf_imports = self.project_tf_names
             wrapper.tf_rebound = self.rebound_elsewhere
             wrapper.tf_starred = self.starred_tf_names if "import *" in self.source else None
+            wrapper.tf_source = self.source
             held = self._wrappers[id(module)] = (module, wrapper)
         return held[1]
 

@@ -63,7 +63,7 @@ class _ScopeNames:
     libcst's names stop at an assignment, and real code was not reported at all."""
 
     def __init__(self, scopes, module: Optional[cst.Module] = None, imported=None, rebound=None,
-                 starred=None) -> None:
+                 starred=None, text: Optional[str] = None) -> None:
         self._scopes = scopes
         self._names: dict = {}
         self._starred = starred  # head -> TF names only star imports of project modules bind it to
@@ -75,6 +75,7 @@ class _ScopeNames:
         self._imported_fn = imported  # () -> {".backend.tf": ({TF names}, "tf")} (migrator.project_tf)
         self._imported: Optional[dict] = None
         self._module = module
+        self._text = text  # the file's text (no rewrite adds a walrus or a `match`)
         self._walrus: Optional[set] = None
 
     def imported(self) -> dict:
@@ -106,16 +107,14 @@ class _ScopeNames:
         records no capture pattern (`case tf:`) at all (two adversarial runs)."""
         if self._walrus is None:
             self._walrus = set()
-            code = self._module.code if self._module is not None else ""
+            # the file's text when the wrapper carries it: `module.code` regenerates the source
+            code = self._text if self._text is not None else self._module.code if self._module is not None else ""
             if ":=" in code or "match" in code:
-                todo = [self._module]
-                while todo:
-                    n = todo.pop()
+                for n in descendants(self._module):
                     if isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name):
                         self._walrus.add(n.target.value)
                     elif isinstance(n, (cst.MatchAs, cst.MatchStar)) and isinstance(n.name, cst.Name):
                         self._walrus.add(n.name.value)
-                    todo += list(n.children)
         return self._walrus
 
     def _from_star(self, node) -> set:
@@ -287,7 +286,8 @@ class LazyQualifiedNameProvider(BaseMetadataProvider):
 
     def _gen(self, wrapper):  # the resolved mapping itself is lazy: no per-node pass
         return _ScopeNames(wrapper.resolve(ScopeProvider), wrapper.module, getattr(wrapper, "tf_imports", None),
-                           getattr(wrapper, "tf_rebound", None), getattr(wrapper, "tf_starred", None))
+                           getattr(wrapper, "tf_rebound", None), getattr(wrapper, "tf_starred", None),
+                           getattr(wrapper, "tf_source", None))
 
 
 class TFMetadataWrapper(MetadataWrapper):
@@ -295,7 +295,7 @@ class TFMetadataWrapper(MetadataWrapper):
     (``tf_imports``: a callable, see :mod:`migrator.project_tf`; ``tf_starred``: see
     :func:`migrator.project_star.starred_tf_names`)."""
 
-    __slots__ = ("tf_imports", "tf_rebound", "tf_starred")
+    __slots__ = ("tf_imports", "tf_rebound", "tf_starred", "tf_source")
 
 
 class QualifiedNames:
@@ -338,6 +338,16 @@ def tf_name(node: cst.CSTNode, wrapper_or_visitor) -> Optional[str]:
     # one name, or none: a name bound to two TF APIs (`g = tf.hessians` on one branch,
     # `tf.gradients` on the other) is neither, whatever order a set gives them in
     return found.pop() if len(found) == 1 else None
+
+
+def descendants(node: cst.CSTNode, stop: tuple = ()):
+    """``node`` and every node below it, not going below a node of a type in ``stop``."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, stop) or n is node:
+            todo += list(n.children)
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:

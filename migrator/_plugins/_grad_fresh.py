@@ -14,7 +14,7 @@ from typing import Optional
 
 import libcst as cst
 
-from migrator.tfnames import tf_name
+from migrator.tfnames import descendants, tf_name
 
 #: TF calls whose result is always a new tensor made from no argument's object
 _MAKERS = frozenset({
@@ -45,14 +45,14 @@ def fresh_sources(fn: cst.FunctionDef, keys, qn, module: Optional[cst.Module] = 
                     if node.value is None:
                         return None
                     values[t.value].append(node.value)
-                elif any(isinstance(n, cst.Name) and n.value in names for n in _walk(t)):
+                elif any(isinstance(n, cst.Name) and n.value in names for n in descendants(t)):
                     return None  # unpacked, or an item set: not followed
         elif isinstance(node, (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr, cst.AsName, cst.ExceptHandler)):
             target = getattr(node, "target", None) or getattr(node, "name", None)
-            if target is not None and any(isinstance(n, cst.Name) and n.value in names for n in _walk(target)):
+            if target is not None and any(isinstance(n, cst.Name) and n.value in names for n in descendants(target)):
                 return None
         todo += list(node.children)
-    nested = any(isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) for n in _walk(fn.body))
+    nested = any(isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) for n in descendants(fn.body))
     if nested or any(not vs or not all(_fresh(v, names, qn) for v in vs) for vs in values.values()):
         return None
     if not _pure(fn, qn, _module_defs(module), 0):
@@ -75,14 +75,6 @@ def _fresh(e: cst.BaseExpression, names: set, qn) -> bool:
     return isinstance(e, cst.Call) and tf_name(e, qn) in _MAKERS
 
 
-def _walk(node: cst.CSTNode):
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        todo += list(n.children)
-
-
 #: builtins that neither store nor call back
 _SAFE_BUILTINS = frozenset({"range", "len", "float", "int", "bool", "print", "isinstance", "abs", "min", "max"})
 
@@ -95,12 +87,12 @@ def _pure(fn: cst.FunctionDef, qn, defs: dict, depth: int) -> bool:
     """Nothing in ``fn`` can put a value into an object it was given: no method call but on a TF
     module, no store into an attribute or an item, no `del`, no `global`/`nonlocal`, and every
     call a TF function, a plain builtin, or a module-level def of the same kind (two levels)."""
-    for n in _walk(fn.body):
+    for n in descendants(fn.body):
         if isinstance(n, (cst.Global, cst.Nonlocal, cst.Del, cst.Yield, cst.Await)):
             return False
         if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
-            if any(isinstance(x, (cst.Attribute, cst.Subscript)) for t in targets for x in _walk(t)):
+            if any(isinstance(x, (cst.Attribute, cst.Subscript)) for t in targets for x in descendants(t)):
                 return False
             if isinstance(n, cst.AugAssign):  # `acc += [d]` fills a list it was given, in place
                 return False

@@ -11,7 +11,7 @@ import libcst as cst
 
 from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
 from migrator._plugins._grad_values import call_kind, calls_in
-from migrator.tfnames import DYNAMIC_BINDERS, dotted
+from migrator.tfnames import DYNAMIC_BINDERS, descendants, dotted
 
 
 def is_generator(fn: cst.FunctionDef) -> bool:
@@ -162,7 +162,7 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
     for i in range(c.item):
         for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
             if _unknown(an, call, lists) and any(isinstance(n, cst.Name) and n.value in containers
-                                                 for a in call.args for n in _names_in(a.value)):
+                                                 for a in call.args for n in descendants(a.value, (cst.Lambda, cst.FunctionDef))):
                 handed = handed or (an.code(call.func), an.line(flat[i].orig))
     if handed is None:
         return None
@@ -207,9 +207,9 @@ def _local_lists(an, node) -> set:
                     (displays if isinstance(n.value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
                                                       cst.SetComp)) else other).add(t.target.value)
         elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-            other |= {x.value for x in _names_in(n.target) if isinstance(x, cst.Name)}
+            other |= {x.value for x in descendants(n.target) if isinstance(x, cst.Name)}
         elif isinstance(n, cst.AsName):
-            other |= {x.value for x in _names_in(n.name) if isinstance(x, cst.Name)}
+            other |= {x.value for x in descendants(n.name) if isinstance(x, cst.Name)}
         elif isinstance(n, (cst.Global, cst.Nonlocal)):
             other |= {a.name.value for a in n.names}
         todo += list(n.children)
@@ -229,13 +229,3 @@ def _holds_list(an, flat: list, upto: int, name: str) -> bool:
                         isinstance(value, cst.Call) and an.tf_name(value) is not None):
                     return True
     return False
-
-
-def _names_in(node: cst.CSTNode):
-    """Names in an argument, also inside a display or a star (`keep([ys])`, `keep(*[ys])`)."""
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        if not isinstance(n, (cst.Lambda, cst.FunctionDef)):
-            todo += list(n.children)

@@ -17,7 +17,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._plugins._override_model import Block, Refuse
-from migrator.tfnames import normalize
+from migrator.tfnames import descendants, normalize
 
 #: builtins that make no op and call no TF API
 _PLAIN = {"float", "int", "bool", "str", "len", "range", "print", "isinstance", "list", "tuple", "dict", "abs",
@@ -44,7 +44,7 @@ def api_patch_refusal(col, block: Block) -> Optional[Refuse]:
 def _reaches(col, block: Block, paths: list) -> Optional[str]:
     if any(p is None or not _plain_path(p) for p in paths):
         return ""
-    for call in _calls(block.node.body):
+    for call in (n for n in descendants(block.node.body) if isinstance(n, cst.Call)):
         name = col.tf(call)
         if name is None:
             func = call.func
@@ -62,12 +62,3 @@ def _plain_path(path: str) -> bool:
     """A function or module attribute: no private or dunder part, no attribute of a class."""
     parts = path.split(".")[1:]
     return bool(parts) and not any(p.startswith("_") for p in parts) and not any(p[:1].isupper() for p in parts[:-1])
-
-
-def _calls(node: cst.CSTNode):
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, cst.Call):
-            yield n
-        todo += list(n.children)

@@ -83,7 +83,7 @@ def _with_composites_expanded(found, ctx):
     if done is None:
         return None
     module, proofs = done
-    n_sites, facts = len(ctx.sites), {k: list(v) if isinstance(v, list) else v for k, v in ctx.facts.items()}
+    n_sites, undo = len(ctx.sites), _facts_restorer(ctx)
     found_x = find_sites(module, ctx.metadata(module))
     plan = build_plan(Planner(found_x, ctx)) if found_x is not None else None
     blocks = [s for s in ctx.sites[n_sites:] if s.kind == OVERRIDE_MAP and s.line in proofs]
@@ -92,9 +92,7 @@ def _with_composites_expanded(found, ctx):
         for s in blocks:
             s.proof[:0] = proofs[s.line]
         return apply_plan(module, plan)
-    del ctx.sites[n_sites:]
-    ctx.facts.clear()
-    ctx.facts.update(facts)
+    undo()
     return None
 
 
@@ -142,8 +140,7 @@ def _try_copies(found, ctx, text, alias, copies, by_line, here):
     from migrator._plugins._override_transplant import move_to_imports
     from migrator.model import MIGRATED, OVERRIDE_MAP
 
-    n_sites, facts = len(ctx.sites), {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v
-                                      for k, v in ctx.facts.items()}
+    n_sites, undo = len(ctx.sites), _facts_restorer(ctx)
     copied = {c.name: (c.fn_name, f"{os.path.relpath(c.path, here)}:{c.line}") for c in copies}
     ctx.facts["transplanted"] = copied
     module = cst.parse_module(text + "\n\n" + "\n\n".join(c.text for c in copies))
@@ -165,9 +162,7 @@ def _try_copies(found, ctx, text, alias, copies, by_line, here):
             failed = {c: "this file's TensorFlow import is not among its leading imports, where the copy would go"
                       for c in copies}
     if new is None:
-        del ctx.sites[n_sites:]
-        ctx.facts.clear()
-        ctx.facts.update(facts)
+        undo()
         return None, failed
     n_lines = text.count("\n")
     ctx.sites[n_sites:] = [s for s in ctx.sites[n_sites:] if s.line <= n_lines]  # the copies' own sites
@@ -179,3 +174,16 @@ def _try_copies(found, ctx, text, alias, copies, by_line, here):
                                f"is copied here as `{fn_name}` (every global name it reads means the same in both "
                                "modules), and that file keeps its registration")
     return new, {}
+
+
+def _facts_restorer(ctx):
+    """A function that puts back the file's sites and facts as they are now: a try that is not
+    kept leaves nothing behind (lists and dicts are copied, as the try may fill them)."""
+    n_sites = len(ctx.sites)
+    facts = {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v for k, v in ctx.facts.items()}
+
+    def undo() -> None:
+        del ctx.sites[n_sites:]
+        ctx.facts.clear()
+        ctx.facts.update(facts)
+    return undo
