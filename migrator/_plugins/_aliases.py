@@ -309,6 +309,7 @@ def rebound_in_tape(flat: list, key: str, start: int, end: int) -> bool:
     nothing after that changes it in place: ``self.model = self.build(s, a)`` runs the call and
     then binds ``self.model`` to what it returned, so what ``self.model`` held before the tape
     does not matter (the call's result is proved where calls are).  ``x += [v]`` keeps ``x``."""
+    changed = False
     for j in range(end - 1, start - 1, -1):
         it = flat[j]
         if it.dead:
@@ -319,7 +320,14 @@ def rebound_in_tape(flat: list, key: str, start: int, end: int) -> bool:
             targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
             names = {dotted(el.value) for t in targets for el in (t.elements if isinstance(t, (cst.Tuple, cst.List))
                                                                      else [cst.Element(t)])}
-            return key in names
+            # `D_W = []` in the tape, then `D_W.append(...)`: a new empty container holds only what
+            # the tape's own lines put in it (a GAN script's layer lists got a false TFG130)
+            return key in names and (not changed or len(targets) == 1 and _empty_container(small.value))
         if touches(it.fx.writes, {key}):
-            return False  # changed in place (or maybe, through a call) after its last binding
+            changed = True  # changed in place (or maybe, through a call) after its last binding
     return False
+
+
+def _empty_container(value: cst.BaseExpression) -> bool:
+    """``[]``, ``{}``: a container made empty right here (``list()`` may be another name's)."""
+    return isinstance(value, (cst.List, cst.Dict)) and not value.elements

@@ -226,10 +226,14 @@ class _Collector(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._bind(node.name.value)
         self.depth += 1
-        return True
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        for part in (*node.decorators, node.params, node.returns):  # run where the def stands
+            if part is not None:
+                part.visit(self)
+        # the body's own names (parameters, locals) are no reads of ours: a GAN script's plotting
+        # function binding a local `z` made the module's `z` look read by the forward pass
+        self._scoped(node.body, _function_locals(node))
         self.depth -= 1
+        return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self._bind(node.name.value)
@@ -358,6 +362,74 @@ def _lambda_params(params: cst.Parameters) -> list:
         if isinstance(star, cst.Param):
             out.append(star)
     return out
+
+
+class _Locals(cst.CSTVisitor):
+    """Names a function body binds at its own level (nested scopes and comprehensions are not
+    entered: a name missed there stays a read, which only refuses more)."""
+
+    def __init__(self) -> None:
+        self.bound: set = set()
+        self.declared: set = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.bound.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.bound.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ListComp(self, node) -> bool:
+        return False
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_Global(self, node: cst.Global) -> bool:
+        self.declared |= {n.name.value for n in node.names}
+        return False
+
+    visit_Nonlocal = visit_Global
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        self.bound |= _names_in(node.target)
+        return True
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        self.bound |= _names_in(node.target)
+        return True
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        self.bound |= _names_in(node.target)
+        return True
+
+    def visit_For(self, node: cst.For) -> bool:
+        self.bound |= _names_in(node.target)
+        return True
+
+    def visit_AsName(self, node: cst.AsName) -> bool:  # import/with/except ... as name
+        self.bound |= _names_in(node.name)
+        return True
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+        if node.asname is None:
+            self.bound.add((dotted(node.name) or "").split(".")[0])
+        return True
+
+
+def _function_locals(node: cst.FunctionDef) -> set:
+    """The parameters and locals of a function (``global``/``nonlocal`` names are not)."""
+    params = node.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    found = _Locals()
+    node.body.visit(found)
+    return (names | found.bound) - found.declared - {""}
 
 
 def _names_in(target: cst.BaseExpression) -> set:

@@ -233,11 +233,25 @@ class Apply(cst.CSTTransformer):
                 content[0] = content[0].with_changes(leading_lines=())
             persistent = len(list(g.calls)) > 1 or any(c.persistent for c in g.calls)
             ctor = call_expr(f"{gen.tf}.GradientTape", [], [("persistent", cst.Name("True"))] if persistent else [])
+            content = [st.visit(_BARE_BLANKS) for st in content]  # module-level blank lines carry no indent
             body = ([watch(g.name, starts[id(g)])] if starts[id(g)] else []) + content
             return cst.With(items=[cst.WithItem(ctor, asname=cst.AsName(cst.Name(g.name)))],
                             body=cst.IndentedBlock(body=body), leading_lines=lead)
 
         return build(0, len(flat) - 1, groups)
+
+
+class _BareBlanks(cst.CSTTransformer):
+    """Blank lines moved into the tape's block stay blank: a module-level one, indented with
+    the block, would end in spaces (a GAN script's unsafe fix showed them)."""
+
+    def leave_EmptyLine(self, original: cst.EmptyLine, updated: cst.EmptyLine) -> cst.EmptyLine:
+        if updated.comment is None and not updated.whitespace.value:
+            return updated.with_changes(indent=False)
+        return updated
+
+
+_BARE_BLANKS = _BareBlanks()
 
 
 def remove_dead_imports(before: cst.Module, after: cst.Module, aliases: dict) -> cst.Module:

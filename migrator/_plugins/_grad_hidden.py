@@ -10,6 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
+from migrator._plugins._grad_stateless import stateless_function_call
 from migrator._plugins._grad_values import call_kind, calls_in
 from migrator.tfnames import DYNAMIC_BINDERS, descendants, dotted
 
@@ -178,8 +179,9 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
 
 def _unknown(an, call: cst.Call, lists: set = frozenset()) -> bool:
     """Code that may keep what it is given and fill it later: not TF's, not a plain builtin, not
-    a method of a list this function made (`losses.append(loss)`: a held-out repository)."""
-    if an.tf_name(call) is not None:
+    a method of a list this function made (`losses.append(loss)`: a held-out repository), not
+    this module's function that stores nothing."""
+    if an.tf_name(call) is not None or stateless_function_call(an, call):
         return False
     func = call.func
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in lists \

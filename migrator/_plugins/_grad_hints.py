@@ -15,7 +15,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._plugins._dataflow import touches
-from migrator.tfnames import dotted
+from migrator.tfnames import descendants, dotted
 
 
 def attribute_setters(an, func: cst.FunctionDef, name: str, limit: int = 2) -> list[tuple[str, int]]:
@@ -160,3 +160,54 @@ def ys_text(c, code) -> str:
     if hoisted is not None and expr is not None and hoisted in c.ys_keys:
         return f"`{code(expr)}`"
     return f"`{', '.join(sorted(c.ys_keys))}`"
+
+
+def attribute_from_sources(an, func: Optional[cst.FunctionDef], name: str, keys: set) -> Optional[str]:
+    """EWC's ``compute_fisher``: ``tf.gradients(log(self.y_pred[...]), self.thetas)``, where
+    ``__init__`` sets ``self.thetas = [self.w_hf, ...]`` and computes ``self.y_pred`` from those.
+    The assumption "``self.y_pred`` does not depend on the sources" is then plainly false (an
+    unsafe fix would give None for each), and the truth is TFG120's: the path lies in the method
+    that sets it.  Read from the text of the class: every method that sets ``name`` computes it
+    from a source, or an item of a list the class binds to one, through its own assignments."""
+    if func is None or not name.startswith("self."):
+        return None
+    setters = attribute_setters(an, func, name, limit=99)
+    cls = an.parents.get(an.parents.get(func))
+    if not setters or not isinstance(cls, cst.ClassDef):
+        return None
+    methods = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
+    seeds = {k for k in keys if k.startswith("self.")}
+    for m in methods.values():  # `self.thetas = [self.w_hf, self.b_hf]`: its items are sources too
+        for n in descendants(m.body):
+            if isinstance(n, cst.Assign) and isinstance(n.value, (cst.List, cst.Tuple)) and \
+                    any(dotted(t.target) in seeds for t in n.targets):
+                seeds |= {d for el in n.value.elements if (d := dotted(el.value)) is not None}
+    if not seeds:
+        return None
+    for method, _line in setters:
+        tainted, assigns = set(seeds), [n for n in descendants(methods[method].body) if isinstance(n, cst.Assign)] \
+            if method in methods else []
+        for _ in range(len(assigns)):  # to a fixed point: the walk's order need not be the source's
+            more = {d for n in assigns if any(_reads(r, tainted) for r in descendants(n.value))
+                    for t in n.targets for d in _target_names(t.target)} - tainted
+            if not more:
+                break
+            tainted |= more
+        if name not in tainted:
+            return None
+    method, line = setters[0]
+    return (f"`{name}` is computed from the sources in `{method}` (line {line}), outside `{func.name.value}`, so "
+            f"TF1 differentiated through that path; open a tf.GradientTape in `{method}` around the lines that "
+            f"compute `{name}`, and take the gradient there (move this call into that tape)")
+
+
+def _reads(node: cst.CSTNode, keys: set) -> bool:
+    d = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+    return d is not None and any(d == k or d.startswith(k + ".") for k in keys)
+
+
+def _target_names(target: cst.BaseExpression) -> set:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {d for el in target.elements for d in _target_names(el.value)}
+    d = dotted(target)
+    return {d} if d is not None else set()

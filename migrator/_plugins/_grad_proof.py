@@ -32,7 +32,8 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
-from migrator._plugins._grad_hints import one_origin, outside_ys_reason, set_elsewhere, where_to_open, ys_text
+from migrator._plugins._grad_hints import (attribute_from_sources, one_origin, outside_ys_reason, set_elsewhere,
+                                          where_to_open, ys_text)
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
 from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
@@ -205,9 +206,6 @@ class Prover(WatchProof, CallsProof):
     def _gradient_cut(self, S: list) -> Optional[str]:
         nodes = [self.flat[i].node for i in S]
         return gradient_cut(self.an, [n for n in nodes if n is not None], self._code, self.keys)
-
-    def _where_to_open(self, name: str) -> str:
-        return where_to_open(self.scope, name)
 
     def _sources(self, c: Call, k: int) -> list[Source]:
         items = chain_items(c.xs)
@@ -415,7 +413,7 @@ class Prover(WatchProof, CallsProof):
         if root in self.source_roots and root not in an.imported:
             raise Refuse("TFG130", f"the sources are taken from `{root}`, which the targets read too (`{r}`), so "
                                    "TF1 differentiated through values the tape cannot name when it opens; bind the "
-                                   f"sources before the targets are computed from them, or {self._where_to_open(r)}")
+                                   f"sources before the targets are computed from them, or {where_to_open(sc, r)}")
         if root in an.constants and root not in sc.locals and not r.startswith("sys.modules"):
             if "." not in r or r.split(".")[-1] in META_ATTRS or root in an.imported:
                 return
@@ -435,7 +433,7 @@ class Prover(WatchProof, CallsProof):
                                        tuple(sorted(keys)))
             if verdict.dependent:
                 raise Refuse("TFG130", f"{verdict.dependent}, so the path from it to the targets lies outside "
-                                       f"`{sc.func.name.value}`; {self._where_to_open(r)}")
+                                       f"`{sc.func.name.value}`; {where_to_open(sc, r)}")
             if verdict.independent:
                 c.proof.append(f"parameter `{r}` cannot depend on {srcs}: {verdict.evidence}")
                 return
@@ -448,6 +446,8 @@ class Prover(WatchProof, CallsProof):
             if evidence:
                 c.proof.append(f"`{r}` cannot depend on {srcs}: {evidence}")
                 return
+            if refuted := attribute_from_sources(an, sc.func, r, keys):
+                raise Refuse("TFG120", refuted)
             self._assume(c, f"`{r}` (an attribute set elsewhere) does not depend on {srcs}", r)
             return
         if root in sc.locals:

@@ -21,6 +21,7 @@ import libcst as cst
 
 from migrator._flow_model import ARITHMETIC_DUNDER, DUNDERS, GRAPH_WALKS, STATE_READS
 from migrator._plugins._aliases import _READING_METHODS, CHANGING_METHODS
+from migrator._plugins._grad_values import qnames
 from migrator.object_flow import local_names, params_of
 
 #: TF/NumPy calls that store something in the graph or a variable (besides their result), or
@@ -70,14 +71,47 @@ def stateless_self_call(rw, call: cst.Call) -> bool:
     return facts.method(call.func.attr.value, set())
 
 
-def _facts(rw, cls_name: str) -> Optional["_FileFacts"]:
+def stateless_function_call(rw, call: cst.Call) -> bool:
+    """``f(...)`` of this module's function ``f`` (its one definition in the project, bound
+    nowhere else), which with everything it calls stores nothing: it cannot keep an argument
+    (a GAN script's `discriminator(G_sample)` was taken for code that may keep its list)."""
+    func = call.func
+    if not isinstance(func, cst.Name) or qnames(func, rw.qn) != {func.value}:
+        return False  # a parameter or local of that name (`f.<locals>.name`), or no name at all
+    facts = _facts(rw, None)
+    return facts is not None and _bound_once(facts.tree, func.value) and facts.function(func.value, set())
+
+
+def _bound_once(tree: ast.Module, name: str) -> bool:
+    """No statement of the file binds ``name`` but its one def (`for f in fs:`, `import g as f`,
+    `with ... as f`, `global f` escape the project search for `f =`)."""
+    found = 0
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            found += 1
+        elif isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            return False
+        elif isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            return False
+        elif isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".")[0]) == name or a.name == "*" for a in n.names):
+            return False
+        elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and getattr(n, "name", None) == name:
+            return False
+        elif isinstance(n, ast.arg) and n.arg == name:
+            return False
+    return found == 1
+
+
+def _facts(rw, cls_name: Optional[str]) -> Optional["_FileFacts"]:
+    """The file's facts for class ``cls_name`` (None: its module-level functions only)."""
     cache = rw.__dict__.setdefault("_stateless_facts", {})
     if cls_name not in cache:
         path = os.path.abspath(rw.ctx.path)
         tree = rw.project.tree(path)
         classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name] if tree else []
-        cache[cls_name] = _FileFacts(rw.project, tree, classes[0]) if len(classes) == 1 and \
-            _no_hooks(rw.project) else None
+        ok = tree is not None and (cls_name is None or len(classes) == 1) and _no_hooks(rw.project)
+        cache[cls_name] = _FileFacts(rw.project, tree, classes[0] if classes else None) if ok else None
     return cache[cls_name]
 
 
@@ -106,9 +140,9 @@ class _FileFacts:
     """One class of this file, its module's functions and TF/NumPy names, and text searches of
     the project for other definitions or assignments of a name."""
 
-    def __init__(self, project, tree: ast.Module, cls: ast.ClassDef) -> None:
+    def __init__(self, project, tree: ast.Module, cls: Optional[ast.ClassDef]) -> None:
         self.project, self.tree, self.cls = project, tree, cls
-        self.methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+        self.methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)} if cls else {}
         self.functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
         self.pure = set()
         for node in tree.body:
