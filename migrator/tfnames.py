@@ -37,6 +37,9 @@ _PRIVATE = {
 
 #: marks a name bound both to TF and to something else: no TF name (see ``tf_name``)
 MIXED = QualifiedName("<bound to TensorFlow and to something else>", QualifiedNameSource.LOCAL)
+#: beside ``builtins.x`` in a file with a star import: libcst cannot see what it binds, and
+#: names the builtin (a project's `from mathutils import *` bound `round` to its own function)
+STARRED = QualifiedName("<a builtin, unless a star import binds it>", QualifiedNameSource.LOCAL)
 
 
 def normalize(name: str) -> Optional[str]:
@@ -95,6 +98,8 @@ class _ScopeNames:
             names = self._expand(scope.get_qualified_names_for(node))
             if not names and self._starred is not None:
                 names = self._from_star(node)
+            elif self._starred is not None and any(q.name.startswith("builtins.") for q in names):
+                names = set(names) | {STARRED}
             head = (dotted(node) or "").split(".")[0]
             if names and head and head in self.walrus_targets():
                 names = set(names) | {MIXED}  # `[(tf := f) for _ in x]`, `case tf:` bind the module's `tf` too

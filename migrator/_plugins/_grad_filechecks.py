@@ -10,6 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._plugins._grad_model import Refuse
+from migrator._plugins._grad_cotangents import unsure_cotangent
 from migrator._plugins._grad_values import V1_CONTROL_FLOW, call_kind, calls_in
 from migrator.pipeline import imported_modules, module_names_for
 from migrator.project_star import star_rebinding
@@ -269,6 +270,11 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
             isinstance(el.value, cst.Name) and _bound_to_none(an, el.value.value, body) for el in og.elements):
         raise Refuse("TFG128", "grad_ys holds a name bound to None (TF1 read ones there, a tape raises); write "
                                "tf.ones_like(y) for that target, then re-run")
+    unsure = unsure_cotangent(an, og, lambda e: _python_list(an, e, c.node))
+    if unsure is not None:
+        raise Refuse("TFG128", f"grad_ys holds `{an.code(unsure)}`, which may be a Python list: TF1 made one tensor "
+                               "of each item, a tape flattens a list into numbers; give each target one tensor "
+                               "(tf.constant(...)), then re-run")
     shown = [og] if isinstance(og, (cst.List, cst.Tuple)) else _values_of(an, og.value, c.node) \
         if isinstance(og, cst.Name) else []  # the list itself, or what a name for it was bound to
     items = [el.value for v in shown if isinstance(v, (cst.List, cst.Tuple)) for el in v.elements]

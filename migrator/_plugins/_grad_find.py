@@ -380,7 +380,8 @@ def check_context(c: Call, parents, find: Find, an=None) -> None:
                                    "an expression; bind them in an if statement first")
         if isinstance(cur, cst.SimpleStatementSuite):
             raise Refuse("TFG128", "the call is on the same line as its `if`/`for`; put it on its own line")
-        why = chain_items(c.ys) is None and order_problem(cur, child, parents.get(cur), frozenset(find.imported))
+        why = chain_items(c.ys) is None and order_problem(cur, child, parents.get(cur), frozenset(find.imported),
+                                                                 an.qn if an is not None else None)
         if why:  # the targets are hoisted ahead of the statement (_grad_order)
             raise Refuse("TFG128", f"{why}; bind the targets to a name on a line of their own first")
         if isinstance(cur, cst.FunctionDef):

@@ -14,6 +14,7 @@ from typing import Optional
 
 import libcst as cst
 
+from migrator._plugins._grad_values import qnames
 from migrator.tfnames import descendants, tf_name
 
 #: TF calls whose result is always a new tensor made from no argument's object
@@ -100,7 +101,8 @@ def _pure(fn: cst.FunctionDef, qn, defs: dict, depth: int) -> bool:
             if tf_name(n, qn) is not None:
                 continue
             func = n.func
-            if isinstance(func, cst.Name) and func.value in _SAFE_BUILTINS and not defs.get(func.value):
+            if isinstance(func, cst.Name) and func.value in _SAFE_BUILTINS and \
+                    qnames(func, qn) == {f"builtins.{func.value}"}:  # not a module's own `len`
                 continue
             callee = defs.get(func.value) if isinstance(func, cst.Name) else None
             if callee is None or depth >= 2 or callee is fn or not _pure(callee, qn, defs, depth + 1):

@@ -16,6 +16,7 @@ from typing import Optional
 
 import libcst as cst
 
+from migrator._plugins._grad_values import qnames
 from migrator.tfnames import dotted
 
 #: builtins that compute a value from their arguments and change nothing
@@ -24,16 +25,17 @@ _PURE_CALLS = frozenset({"len", "isinstance", "float", "int", "bool", "str", "tu
 
 
 def order_problem(parent: cst.CSTNode, child: cst.CSTNode, grandparent: Optional[cst.CSTNode],
-                  modules: frozenset = frozenset()) -> Optional[str]:
+                  modules: frozenset = frozenset(), qn=None) -> Optional[str]:
     """Why ``child``'s value (holding the call) cannot be computed ahead of ``parent``, or None.
-    ``modules``: names the file imports (``tf.float32`` runs no code)."""
+    ``modules``: names the file imports (``tf.float32`` runs no code); ``qn``: qualified names,
+    to tell the builtin ``sum`` from a module's own (no ``qn``: no call is pure)."""
     if isinstance(parent, cst.If) and child is parent.test and isinstance(grandparent, cst.If) \
             and grandparent.orelse is parent:
         return "the call is in an `elif` test, which runs only when the branches before it do not"
     if isinstance(parent, cst.Assert) and child is parent.msg:
         return "the call is in an assert message, which runs only when the assertion fails"
     for expr in evaluated_before(parent, child):
-        if not _pure(expr, modules):
+        if not _pure(expr, modules, qn):
             return f"`{_code(expr)}` runs before the call in its statement and may have an effect"
     return None
 
@@ -93,13 +95,13 @@ def evaluated_before(parent: cst.CSTNode, child: cst.CSTNode) -> list:
     return []
 
 
-def _pure(expr: cst.CSTNode, modules: frozenset = frozenset()) -> bool:
+def _pure(expr: cst.CSTNode, modules: frozenset = frozenset(), qn=None) -> bool:
     """Names, attributes of imported modules, literals and operators on them: nothing to reorder."""
     bad = []
 
     class V(cst.CSTVisitor):
         def visit_Call(self, node):
-            if not (isinstance(node.func, cst.Name) and node.func.value in _PURE_CALLS):
+            if not _pure_call(node, qn):
                 bad.append(node)
 
         def visit_NamedExpr(self, node):
@@ -124,6 +126,21 @@ def _pure(expr: cst.CSTNode, modules: frozenset = frozenset()) -> bool:
 
     expr.visit(V())
     return not bad
+
+
+#: of those, the ones that iterate their argument (running a generator's code, or `key=`)
+_ITERATING = frozenset({"tuple", "list", "sorted", "min", "max", "sum", "dict", "set"})
+
+
+def _pure_call(node: cst.Call, qn) -> bool:
+    """The builtin itself (not a module's own `sum`: an adversarial run), with no keyword (`key=`
+    runs a function), iterating nothing but a display (`list(gen)` runs the generator's body)."""
+    func = node.func
+    if not isinstance(func, cst.Name) or func.value not in _PURE_CALLS or qn is None or \
+            qnames(func, qn) != {f"builtins.{func.value}"} or any(a.keyword is not None or a.star for a in node.args):
+        return False
+    return func.value not in _ITERATING or all(isinstance(a.value, (cst.List, cst.Tuple, cst.Set, cst.SimpleString,
+                                                                     cst.Integer, cst.Float)) for a in node.args)
 
 
 def _code(node: cst.CSTNode) -> str:

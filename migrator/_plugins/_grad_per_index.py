@@ -85,7 +85,7 @@ def _header(target, it, over, an) -> Optional[dict]:
     if not isinstance(target, cst.Name) or not isinstance(it, cst.Call):
         return None
     if not (isinstance(it.func, cst.Name) and it.func.value == "range") or \
-            "builtins.range" not in qnames(it.func, an.qn):
+            qnames(it.func, an.qn) != {"builtins.range"}:
         return None  # a module's own `range`, a parameter named so (an adversarial run)
     # `range(n)` only: the list of targets is indexed by the loop variable, so index and value
     # must agree (`range(1, 3)` would read the wrong slice, or past the end)

@@ -151,6 +151,11 @@ class _FileFacts:
                     if a.name.split(".")[0] in _PURE_MODULES and (a.asname or "." not in a.name):
                         self.pure.add(a.asname or a.name)
         self._once: dict = {}
+        # a builtin's name the file binds (`max = my_max`, `from m import max`), or any name a
+        # star import may bind, is not the builtin
+        self.bound_names = _PURE_BUILTIN_NAMES if any(
+            isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)) else {
+            b for n in ast.walk(tree) for b in _binds(n)}
 
     def _defs(self, name: str) -> Optional[list]:
         """Project files with ``def name(`` (None: the project is too big to search)."""
@@ -218,7 +223,7 @@ class _FileFacts:
                 return False
             if f.id in self.functions:
                 return self.function(f.id, seen)
-            return f.id in _PURE_BUILTIN_NAMES and not n.keywords
+            return f.id in _PURE_BUILTIN_NAMES and not n.keywords and f.id not in self.bound_names
         if not isinstance(f, ast.Attribute):
             return False
         if me is not None and isinstance(f.value, ast.Name) and f.value.id == me:
@@ -248,6 +253,22 @@ class _FileFacts:
 
 #: methods that change their object, and names of methods that keep what they are given
 _CHANGER_NAMES = CHANGING_METHODS | {"__setitem__", "__setattr__", "put", "write", "send", "store", "record", "save"}
+
+
+def _binds(n: ast.AST) -> set:
+    if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+        return {n.id}
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {n.name}
+    if isinstance(n, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in n.names}
+    if isinstance(n, ast.arg):
+        return {n.arg}
+    if isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
+        return {n.name}
+    if isinstance(n, (ast.Global, ast.Nonlocal)):
+        return set(n.names)
+    return set()
 
 
 def _rebinds(fn: ast.FunctionDef, name: str) -> bool:

@@ -14,7 +14,6 @@ A call is one of these *kinds*:
 """
 from __future__ import annotations
 
-import builtins
 import functools
 import json
 import os
@@ -141,8 +140,9 @@ def call_kind(call: cst.Call, qn) -> str:
     if any(n == "numpy" or n.startswith("numpy.") for n in names):
         return "numpy"
     func = call.func
-    if isinstance(func, cst.Name) and func.value in _PURE_BUILTINS and func.value in dir(builtins) \
-            and (not names or f"builtins.{func.value}" in names or func.value in names):
+    # only `builtins.len` is the builtin: libcst names a module's own `def len` just `len` (no
+    # names at all: code a rewrite generated, `range(n)` of a per-index plan)
+    if isinstance(func, cst.Name) and func.value in _PURE_BUILTINS and names in (set(), {f"builtins.{func.value}"}):
         if any(a.keyword is not None and a.keyword.value == "key" for a in call.args):
             return "project"  # `sorted(ts, key=f)`: runs `f`, which may be anything (an adversarial run)
         return "builtin"

@@ -13,7 +13,7 @@ from migrator._plugins._grad_prefix import function_kind, function_values
 from migrator._plugins._grad_model import TRAINABLE, Call, Refuse, Source
 from migrator._plugins._grad_source_blocks import bound_values
 from migrator._plugins._grad_values import NUMBER_CALLS, NUMBER_IF_ARGS_ARE, is_fresh, py_func_kind, qnames, value_kind
-from migrator.tfnames import dotted
+from migrator.tfnames import STARRED, dotted
 
 
 class WatchProof:
@@ -286,7 +286,7 @@ def _qualified(func: cst.BaseExpression, qn) -> set:
     out = {q.name for q in names}
     if not out and isinstance(func, cst.Name) and func.value == "list":
         out = {"builtins.list"}
-    return out
+    return set() if STARRED.name in out else out  # `list`, unless a star import may bind it
 
 
 def bindable(xs: cst.BaseExpression, qn=None) -> bool:
@@ -348,8 +348,7 @@ def _python_value(value: cst.BaseExpression, an, hops: int = 0, local=None) -> b
     if isinstance(value, cst.Call):
         name = value.func.value if isinstance(value.func, cst.Name) else None
         if name in NUMBER_CALLS or name in NUMBER_IF_ARGS_ARE:
-            builtin = an.call_kind(value) == "builtin" or any(
-                q == f"builtins.{name}" for q in qnames(value.func, an.qn))
+            builtin = an.call_kind(value) == "builtin" or qnames(value.func, an.qn) == {f"builtins.{name}"}
             return builtin and (name in NUMBER_CALLS or bool(value.args) and all(
                 a.star == "" and _python_value(a.value, an, hops, local) for a in value.args))
         if an.call_kind(value) == "project" and name is not None and hops < 3:

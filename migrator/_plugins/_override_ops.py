@@ -9,7 +9,6 @@ to the other input's dtype, and a custom_gradient parameter would not).
 """
 from __future__ import annotations
 
-import builtins
 from typing import Optional
 
 import libcst as cst
@@ -209,9 +208,7 @@ class OpScanner:
             return
         func = call.func
         if isinstance(func, cst.Name):
-            qn = self.col.qualified(func)
-            if func.value in OP_FREE_BUILTINS and func.value in dir(builtins) and (not qn or func.value in qn
-                                                                                  or f"builtins.{func.value}" in qn):
+            if self.col.builtin(func) in OP_FREE_BUILTINS:
                 return
             d = scope.find_def(func.value)
             if d is not None:
@@ -399,8 +396,7 @@ class OpScanner:
         elif isinstance(expr, cst.Call) and not any(a.star for a in expr.args):
             qn = self.col.qualified(expr)
             numpy = any(q == "numpy" or q.startswith("numpy.") for q in qn)
-            conv = isinstance(expr.func, cst.Name) and expr.func.value in ("float", "int") and (
-                not qn or f"builtins.{expr.func.value}" in qn)
+            conv = self.col.builtin(expr) in ("float", "int")
             if not (numpy or conv):
                 return None
             parts = [a.value for a in expr.args]

@@ -47,9 +47,7 @@ def _reaches(col, block: Block, paths: list) -> Optional[str]:
     for call in (n for n in descendants(block.node.body) if isinstance(n, cst.Call)):
         name = col.tf(call)
         if name is None:
-            func = call.func
-            if isinstance(func, cst.Name) and func.value in _PLAIN and (
-                    col.qualified(call) <= {f"builtins.{func.value}"}):
+            if col.builtin(call) in _PLAIN:
                 continue
             return " and the block calls code that may use it"
         hit = next((p for p in paths if name == p or name.startswith(p + ".")), None)

@@ -147,10 +147,10 @@ class Values:
             return PY
         func = expr.func
         if isinstance(func, cst.Name):
-            if func.value in ("float", "int", "len", "bool", "str", "round", "range") and (
-                    not qn or f"builtins.{func.value}" in qn or func.value in qn):
+            builtin = self.col.builtin(func)
+            if builtin in ("float", "int", "len", "bool", "str", "round", "range"):
                 return PY
-            if func.value == "abs" and expr.args and (not qn or "builtins.abs" in qn):
+            if builtin == "abs" and expr.args:
                 base = self.of(expr.args[0].value, scope, depth + 1)  # |z| of a complex tensor is real
                 return Value(TENSOR, base.dtypes - {"complex64"} | {"float32", "float64"}, base.ranks, base.origin) \
                     if base.kind == TENSOR and base.dtypes is not None and "complex64" in base.dtypes else base

@@ -1,0 +1,172 @@
+"""A name spelled like a builtin is the builtin only where nothing else may bind it, and
+grad_ys items are one value each (adversarial round on the older rules, stop 27).
+
+Each case here migrated and computed something else: the override of a project's `round`
+was removed as dead; a grad_ys item that was a Python list became its first number; a target
+hoisted ahead of a project `sum`, a `key=` callback or a generator's body ran too early."""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from migrator import runner
+from migrator.model import MANUAL, MIGRATED
+from migrator.pipeline import migrate_text
+from project_files import write
+
+
+def sites_of(src: str):
+    out, sites = migrate_text(textwrap.dedent(src))
+    return out, sites
+
+
+OVERRIDE = """\
+import tensorflow as tf
+{helper}
+
+def ste(x):
+    g = tf.get_default_graph()
+    with g.gradient_override_map({{"Round": "Identity"}}):
+        y = round(x)
+    return y * 3.0
+"""
+
+
+@pytest.mark.parametrize("helper, status", [
+    ("\n\ndef round(x):\n    return tf.round(x)\n", MANUAL),
+    ("\n\nclass round:\n    def __new__(cls, t):\n        return tf.round(t)\n", MANUAL),
+    ("\nround = tf.round\n", MIGRATED),  # TF's own function: its Round op is wrapped
+    ("\nfrom tensorflow import round\n", MIGRATED),
+])
+def test_a_module_s_own_round_is_not_the_builtin(helper, status):
+    src = OVERRIDE.format(helper=helper)
+    out, sites = sites_of(src)
+    assert sites and all(s.status == status and s.code != "TFG007" for s in sites), sites  # never a dead override
+    assert (out == src) == (status == MANUAL)
+
+
+def test_a_round_a_star_import_may_bind_is_not_the_builtin(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "mathutils.py", "import tensorflow as tf\n\n\ndef round(t):\n    return tf.round(t)\n")
+    main = write(tmp_path, "main.py", OVERRIDE.format(helper="from mathutils import *\n"))
+    before = open(main).read()
+    res = runner.run([main], runner.RunOptions(jobs=1))
+    (result,) = [r for r in res.results if os.path.basename(r.path) == "main.py"]
+    assert open(main).read() == before and all(s.status == MANUAL for s in result.sites), result.sites
+
+
+def test_the_builtin_round_of_a_python_number_makes_no_op():
+    src = OVERRIDE.format(helper="").replace("y = round(x)", "y = x * round(2.6)")
+    out, sites = sites_of(src)
+    assert [s.code for s in sites] == ["TFG007"], sites  # the override is dead: no Round op in the block
+
+
+GRAD_YS = """\
+    import tensorflow as tf
+
+    CFG = {{"w": [1.0, 2.0, 3.0]}}
+
+
+    def _weights():
+        return [[1.0, 2.0, 3.0]]
+
+
+    def make_gy():
+        return tf.constant([1.0, 2.0, 3.0])
+
+
+    def f(x, flag=True):
+        v = x * 1.0
+        y = tf.sin(v) * 2.0
+        g = tf.gradients(y, v, grad_ys={gy})[0]
+        return g
+    """
+
+
+@pytest.mark.parametrize("gy", [
+    "[[1.0] * 2 + [3.0]]",
+    "[[1.0, 2.0, 3.0] if flag else [3.0, 2.0, 1.0]]",
+    "_weights()",
+    "[CFG['w']]",
+    "[sorted([3.0, 1.0, 2.0])]",
+])
+def test_a_grad_ys_item_that_may_be_a_python_list_is_refused(gy):
+    out, sites = sites_of(GRAD_YS.format(gy=gy))
+    (s,) = sites
+    assert s.status == MANUAL and s.code == "TFG128" and "may be a Python list" in s.reason, s
+
+
+@pytest.mark.parametrize("gy", [
+    "[tf.ones_like(y) * 2.0]",
+    "make_gy()",
+    "[make_gy() if flag else tf.ones_like(y)]",
+    "tf.constant([1.0, 2.0, 3.0])",
+    "[2.0]",
+])
+def test_a_grad_ys_of_one_tensor_per_target_migrates(gy):
+    out, sites = sites_of(GRAD_YS.format(gy=gy))
+    (s,) = sites
+    assert s.status == MIGRATED, s
+
+
+def test_an_attribute_grad_ys_migrates_only_when_every_assignment_is_one_tensor():
+    cls = """\
+        import tensorflow as tf
+
+
+        class M:
+            def __init__(self):
+                self.gy = {value}
+
+            def grads(self, x):
+                v = x * 1.0
+                y = tf.sin(v)
+                return tf.gradients(y, v, grad_ys=self.gy)[0]
+        """
+    _, (s,) = sites_of(cls.format(value="tf.constant([1.0, 2.0])"))
+    assert s.status == MIGRATED, s
+    _, (s,) = sites_of(cls.format(value="[[1.0, 2.0]]"))
+    assert s.status == MANUAL and "`self.gy`, which may be a Python list" in s.reason, s
+
+
+ORDER = """\
+    import tensorflow as tf
+
+    CALLS = []
+
+
+    def _bump(i):
+        CALLS.append(i)
+        return i
+
+
+    def sum(t):
+        CALLS.append(1)
+        return tf.reduce_sum(t)
+
+
+    def _scaled(t):
+        return tf.reduce_sum(t) * float(len(CALLS))
+
+
+    def f(x, xs):
+        v = x * 1.0
+        y = v * v
+        gen = (_bump(i) for i in range(3))
+        pair = [{first}, tf.gradients(_scaled(y), v)[0]]
+        return pair[1]
+    """
+
+
+@pytest.mark.parametrize("first", ["sum(y)", "sorted([2, 1], key=_bump)", "list(gen)", "max(xs)"])
+def test_a_target_is_not_hoisted_over_code_that_may_run(first):
+    _, (s,) = sites_of(ORDER.format(first=first))
+    assert s.status == MANUAL and s.code == "TFG128" and "runs before the call" in s.reason, s
+
+
+@pytest.mark.parametrize("first", ["len(xs)", "float(2)", "list([1, 2])"])
+def test_a_target_is_hoisted_over_builtins_that_run_nothing(first):
+    _, (s,) = sites_of(ORDER.format(first=first))
+    assert s.status == MIGRATED, s
