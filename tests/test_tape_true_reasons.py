@@ -77,9 +77,18 @@ def test_a_function_s_own_local_is_not_a_read_of_the_module_s_name(tmp_path):
     assert "`z`" not in s.reason, s.reason
 
 
-def test_this_module_s_function_that_stores_nothing_keeps_no_argument(tmp_path):
+@pytest.mark.parametrize("other", [None, GAN])  # another script of the repository defines the same functions
+def test_this_module_s_function_that_stores_nothing_keeps_no_argument(tmp_path, other):
+    if other is not None:
+        write(tmp_path, "other_script.py", other)
     s = site_of(tmp_path, GAN)
     assert s.code == "TFG129" and "handed to" not in s.reason, s.reason
+
+
+def test_a_function_another_file_replaces_on_the_module_may_keep_its_argument(tmp_path):
+    write(tmp_path, "patch.py", "import script\n\nKEPT = []\nscript.discriminator = KEPT.append\n")
+    s = site_of(tmp_path, GAN)
+    assert s.code == "TFG130" and "handed to `discriminator(...)`" in s.reason, s.reason
 
 
 @pytest.mark.parametrize("change", [

@@ -173,6 +173,16 @@ class _FileFacts:
             self._once[name] = ok
         return self._once[name]
 
+    def module_function_once(self, name: str) -> bool:
+        """A function of this module, called by its bare name: another file's ``def`` of that
+        name cannot run instead (a GAN repository's scripts each define `discriminator`), but
+        this module must bind it only by its def, and no file may write it on the module."""
+        key = ("module", name)
+        if key not in self._once:
+            sets = self.project.grep(name.encode(), rf"\.{re.escape(name)}\s*=[^=]|setattr\(|__dict__|globals\(")
+            self._once[key] = sets is not None and not sets and _bound_once(self.tree, name)
+        return self._once[key]
+
     def method(self, name: str, seen: set) -> bool:
         if name in seen:
             return True
@@ -190,7 +200,7 @@ class _FileFacts:
         if ("fn", name) in seen:
             return True
         fn = self.functions.get(name)
-        if fn is None or fn.decorator_list or not self.defined_once(name):
+        if fn is None or fn.decorator_list or not self.module_function_once(name):
             return False
         seen.add(("fn", name))
         return self.stores_nothing(fn, None, seen)
