@@ -74,6 +74,8 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
     # `del mat["__globals__"]`, `k not in ("__header__", "__globals__")`: keys of a `loadmat` dict
     # (a held-out corpus); deleting a key or comparing with one writes no namespace
     inert: set = set()
+    tested = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) and all(
+        isinstance(op, (ast.In, ast.NotIn)) for op in n.ops) for c in n.comparators}
     for n in ast.walk(tree):  # only the operands themselves: `getattr(m, "__dict__")` inside a test still reaches
         if isinstance(n, ast.Compare):
             for op in [n.left, *n.comparators]:
@@ -89,6 +91,8 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
             if node.attr == "__dict__" and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") \
                     and id(node) in methods:
                 continue  # `self.__dict__.update(locals())`: an instance's (cleverhans' layers)
+            if node.attr == "__dict__" and id(node) in tested:
+                continue  # `"CXX11_ABI_FLAG" in tf.__dict__` only asks (deepmd-kit's env.py)
             if node.attr in _REACHING_ATTRS and not (own and node.attr in ("import_module", "reload")) \
                     or node.attr == "__class__" and not isinstance(node.ctx, ast.Load):
                 return f".{node.attr}"

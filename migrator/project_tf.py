@@ -167,6 +167,10 @@ def _dotted(node: ast.AST) -> str:
 
 
 def dynamic_bindings(tree: ast.Module, stars: bool = True) -> bool:
+    return dynamic_binding(tree, stars) is not None
+
+
+def dynamic_binding(tree: ast.Module, stars: bool = True) -> Optional[ast.AST]:
     """The module may bind names its statements do not show: a star import (unless ``stars``
     is false: the caller follows them), ``globals()``,
     ``sys.modules`` (through any alias of ``sys``), ``importlib.import_module(__name__).x = ``,
@@ -175,30 +179,81 @@ def dynamic_bindings(tree: ast.Module, stars: bool = True) -> bool:
                  if a.name == "sys"} | {"sys"}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ("__getattr__", "__dir__"):
-            return True
+            return node
+    tested = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) and all(
+        isinstance(op, (ast.In, ast.NotIn)) for op in n.ops) for c in n.comparators}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "modules" for a in node.names):
-            return True
-        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
-            return True
+            return node
+        # `"CXX11_ABI_FLAG" in tf.__dict__` only asks (deepmd-kit's env.py made all its TF "unknown")
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__" and id(node) not in tested:
+            return node
         if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in (
                 "import_module", "reload"):
-            return True
-        # `del mat["__globals__"]` deletes a key: only a name (or an attribute) unbinds one
-        if isinstance(node, ast.Delete) and any(not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name))
+            return node
+        # `del mat["__globals__"]`, `del config.device_count["GPU"]` delete a key: only a name (or
+        # an attribute, or a key of a namespace reached by attribute) unbinds one
+        if isinstance(node, ast.Delete) and any(not (isinstance(t, ast.Subscript) and _plain_chain(t.value))
                                                 for t in node.targets):
-            return True
+            return node
         if isinstance(node, ast.Match) or stars and isinstance(node, ast.ImportFrom) and \
                 any(a.name == "*" for a in node.names):
-            return True
+            return node
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_BINDERS:
-            return True
+            return node
         if isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
                 and node.value.id in sys_names:
-            return True
+            return node
         if isinstance(node, ast.NamedExpr):
-            return True
-    return False
+            return node
+    return None
+
+
+_NAMESPACE_ATTRS = frozenset({"__dict__", "modules", "__globals__", "f_globals", "f_locals", "__builtins__"})
+
+
+def _plain_chain(node: ast.AST) -> bool:
+    """``a`` or ``a.b.c``, no attribute of which reaches a namespace (``m.__dict__``, ``sys.modules``)."""
+    while isinstance(node, ast.Attribute):
+        if node.attr in _NAMESPACE_ATTRS:
+            return False
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def why_not_tf(project, path: str, source: str, head: str) -> Optional[str]:
+    """Why ``head``, which this file imports from a project module, is not taken for TF: the
+    module named, and what in it may bind the name unseen (deepmd-kit's reason listed causes
+    none of which applied)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    here = os.path.abspath(path)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not any((a.asname or a.name) == head for a in node.names):
+            continue
+        name = next(a.name for a in node.names if (a.asname or a.name) == head)
+        module = "." * node.level + (node.module or "")
+        target = project.resolve(node.module or "", node.level, here)
+        where = f"`{head}` comes from `{module}` (line {node.lineno})"
+        if target is None:
+            return None  # a library's: the general reason stands
+        inner = project.tree(target)
+        if inner is None:
+            return f"{where}, which cannot be read"
+        found = dynamic_binding(inner, stars=False)
+        if found is not None:
+            text = (ast.get_source_segment(project.text(target) or "", found) or type(found).__name__).split("\n")[0]
+            return (f"{where}, which may bind names where no statement shows it ({os.path.basename(target)}:"
+                    f"{found.lineno}: `{text[:60]}`)")
+        reach = _reach(project, target)
+        if reach is not None:
+            return f"{where}, which may reach a module's names unseen (`{reach}`)"
+        if rebound_elsewhere(project, target, {name}, also_with=here, among=may_hold_module(project, target)):
+            return f"{where}, and another project file loaded with both may rebind it there"
+        return f"{where}, which binds `{name}` to something else than TensorFlow, or to more than one thing"
+    return None
 
 
 def tf_module_name(imported: dict) -> Optional[str]:

@@ -142,3 +142,85 @@ def test_an_attribute_not_computed_from_the_sources_is_proved_independent(tmp_pa
     (result,) = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK)).results
     (s,) = result.sites
     assert s.status == MIGRATED and "cannot depend on `self.thetas`" in " ".join(s.proof), s
+
+
+ATTACK = """\
+    import tensorflow as tf
+
+
+    class Attack(object):
+        def __init__(self, model, shape, targeted=False):
+            self.model = model
+            self.targeted = targeted
+            self.modifier = tf.placeholder(tf.float32, shape)
+            self.newimg = tf.tanh(self.modifier) / 2
+            self.output = model.predict(self.newimg)
+            self.loss = tf.reduce_sum(tf.square(self.output)) + tf.reduce_sum(tf.square(self.newimg))
+            if self.targeted:
+                self.loss = -self.loss
+            self.grad_op = tf.gradients(self.loss, self.modifier)
+    """
+
+
+def test_a_call_on_an_object_self_holds_does_not_set_self_s_attributes(tmp_path):
+    # `self.model = model`, then `model.predict(...)`: the call may change the model, which
+    # `self.model` names, not `self.newimg` (corpus12's ZOO attack: "line 9 runs code on `self`")
+    s = site_of(tmp_path, ATTACK, "attack.py")
+    assert s.code == "TFG129" and "runs code on `self`" not in s.reason, s.reason
+    assert "`model.predict(...)` at line 10 builds its result afresh" in s.reason, s.reason
+
+
+def test_an_if_test_is_not_a_value_on_the_gradient_path(tmp_path):
+    # `if self.targeted:` picks a branch; the flag is no tensor the tape would have to record
+    s = site_of(tmp_path, ATTACK, "attack.py")
+    assert "`self.targeted`" not in s.reason, s.reason
+
+
+@pytest.mark.parametrize("change", [
+    # the method call is on `self` itself: it may set any attribute
+    ("self.output = model.predict(self.newimg)", "self.output = self.model.predict(self.newimg)\n"
+                                                 "            self.refresh()"),
+    # the flag is data: it scales the loss
+    ("self.loss = -self.loss", "self.loss = self.loss * self.targeted"),
+])
+def test_what_may_still_carry_the_doubt_keeps_it(tmp_path, change):
+    s = site_of(tmp_path, ATTACK.replace(*change), "attack.py")
+    assert s.code in ("TFG130", "TFG129") and ("runs code on `self`" in s.reason or "targeted" in s.reason), s.reason
+
+
+def test_a_tf_imported_from_a_project_module_names_what_blocks_it(tmp_path):
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/env.py", """\
+        from importlib import import_module
+        import tensorflow.compat.v1 as tf
+
+
+        def load(name):
+            return import_module(name).__file__
+
+
+        if "CXX11_ABI_FLAG" in tf.__dict__:
+            FLAG = 1
+        """)
+    s = site_of(tmp_path, "from pkg.env import tf\n\nx = tf.constant(1.0)\ny = x * x\ng = tf.gradients(y, x)\n",
+                "user.py")
+    assert s.code == "TFG128" and "`tf` comes from `pkg.env` (line 1)" in s.reason, s.reason
+    assert "env.py:6: `import_module(name)`" in s.reason, s.reason
+
+
+def test_reading_a_module_s_dict_or_deleting_a_config_key_binds_no_name(tmp_path):
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/env.py", """\
+        import tensorflow.compat.v1 as tf
+
+        config = tf.ConfigProto()
+        if "CXX11_ABI_FLAG" in tf.__dict__:
+            FLAG = 1
+        if "GPU" in config.device_count:
+            del config.device_count["GPU"]
+        """)
+    path = write(tmp_path, "user.py", "from pkg.env import tf\n\nx = tf.constant(1.0)\ny = x * x\ng = tf.gradients(y, x)\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    (result,) = [r for r in runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK)).results
+                 if r.path.endswith("user.py")]
+    assert [s.status for s in result.sites] == [MIGRATED], result.sites

@@ -25,6 +25,14 @@ _ONE_ARG_CHANGERS = frozenset({"append", "extend", "update", "add", "remove", "d
 _PART_METHODS = frozenset({"setdefault", "get", "values", "items", "pop", "popitem", "__getitem__"})
 
 
+def _target_keys(target, roots) -> set:
+    """What a binding target names as the shared object: ``self.model`` for an attribute (a
+    held-out attack stored its model there, and every later call on the model was taken for
+    code that may set any attribute of ``self``), the root for anything else."""
+    key = dotted(target) if isinstance(target, cst.Attribute) else None
+    return {key} if key is not None else roots(target)
+
+
 def shared_names(module: cst.Module) -> dict:
     """:func:`shared_names_in` for every function of ``module`` (key ``None``: module level)."""
     out = {None: shared_names_in(module, None)}
@@ -83,8 +91,8 @@ def shared_names_in(module: cst.Module, fn) -> dict:
 
         def _bind(self, targets, value) -> None:
             shared = roots(value)
-            if shared:
-                self._join(shared | {n for t in targets for n in _names_in(t) | roots(t)})
+            if shared:  # `self.model = model`: the object is `self.model`, not the whole of `self`
+                self._join(shared | {n for t in targets for n in _names_in(t) | _target_keys(t, roots)})
 
         def visit_Assign(self, node):
             self._bind([t.target for t in node.targets], node.value)
@@ -145,8 +153,8 @@ def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode, modules: froze
         mutated |= {k for small in stmt.body if isinstance(small, cst.AugAssign)
                     for k in [dotted(small.target)] if k is not None}
     extra: set = set()
-    for key in mutated:
-        extra |= shared.get(key.split(".")[0], frozenset())
+    for key in mutated:  # a change of `model` is one of `self.model`; of `self`, of all it holds
+        extra |= {m for name, group in shared.items() if touches({key}, {name}) for m in group}
     called = None
     for name in fx.reads:  # a closure called here, or handed to a call that may call it; a method
         group = shared.get(name, frozenset())  # taken off an object (`app = parts.append; app(v)`)

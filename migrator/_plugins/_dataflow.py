@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from migrator.tfnames import dotted
+from migrator.tfnames import descendants, dotted
 
 BUILTINS = frozenset(dir(builtins))
 
@@ -84,6 +84,7 @@ class _Collector(cst.CSTVisitor):
         self.mutated: set[str] = set()  # keys changed in place (a for loop's target: its iterable too)
         self.bound: set[str] = set()  # keys bound (assigned, def, class, import)
         self.depth = 0  # >0 inside a nested def/class/lambda: its bindings are not ours
+        self.control = 0  # >0 in the test of an if/while: reads there are no data
 
     # -- writes ---------------------------------------------------------
     def _target(self, node: cst.BaseExpression, plain: bool = True) -> None:
@@ -333,17 +334,42 @@ class _Collector(cst.CSTVisitor):
         if node.value in ("True", "False", "None"):
             return False  # literals, not names
         self.fx.reads.add(node.value)
-        self.fx.data.add(node.value)
+        if not self.control:
+            self.fx.data.add(node.value)
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         key = dotted(node)
         if key is not None:
             self.fx.reads.add(key)
-            self.fx.data.add(key)
+            if not self.control:
+                self.fx.data.add(key)
         else:
             node.value.visit(self)
         return False
+
+    # -- tests: what an `if`/`while` reads picks a branch, and is never a tensor on a path
+    # (TF1 raises on a tensor's truth): read, not data (a held-out attack's `if self.targeted:`
+    # was taken for a value the tape might not have recorded)
+    def visit_If(self, node: cst.If) -> bool:
+        self._test(node.test)
+        node.body.visit(self)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        self._test(node.test)
+        node.body.visit(self)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+    def _test(self, test: cst.BaseExpression) -> None:
+        plain = not any(isinstance(n, cst.NamedExpr) for n in descendants(test))  # a walrus binds its data
+        self.control += plain
+        test.visit(self)
+        self.control -= plain
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         value = node.value
@@ -448,80 +474,3 @@ def effects(node: cst.CSTNode) -> Effects:
     node.visit(c)
     c.fx.mutates = c.mutated - c.bound
     return c.fx
-
-
-def exposed(node: cst.CSTNode) -> tuple[set, set]:
-    """(reads, data reads) a statement may make *before* it binds those keys itself:
-    ``loss = a; loss += b`` inside one ``if`` reads ``a`` and ``b``, not an outside ``loss``."""
-    reads, data, _bound = _exposed_stmt(node, frozenset())
-    return reads, data
-
-
-def _covered(key: str, bound: frozenset) -> bool:
-    return any(key == b or key.startswith(b + ".") for b in bound)
-
-
-def _exposed_block(stmts, bound: frozenset) -> tuple[set, set, frozenset]:
-    reads: set = set()
-    data: set = set()
-    for st in stmts:
-        r, d, bound = _exposed_stmt(st, bound)
-        reads |= r
-        data |= d
-    return reads, data, bound
-
-
-def _body(suite) -> list:
-    if suite is None:
-        return []
-    body = suite.body
-    return list(body) if isinstance(body, (list, tuple)) else [body]
-
-
-def _exposed_stmt(st: cst.CSTNode, bound: frozenset) -> tuple[set, set, frozenset]:
-    """Exposed reads of one statement, and the keys bound on every path through it."""
-    def plain(node) -> tuple[set, set, frozenset]:
-        fx = effects(node)
-        return ({k for k in fx.reads if not _covered(k, bound)}, {k for k in fx.data if not _covered(k, bound)},
-                bound | frozenset(fx.assigns))
-
-    if isinstance(st, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-        return _exposed_block(st.body, bound)
-    if isinstance(st, cst.If):
-        r, d, _ = plain(st.test)
-        br, bd, b_body = _exposed_block(_body(st.body), bound)
-        orelse = st.orelse
-        if orelse is None:
-            return r | br, d | bd, bound
-        er, ed, b_else = (_exposed_stmt(orelse, bound) if isinstance(orelse, cst.If)
-                          else _exposed_block(_body(orelse.body), bound))
-        return r | br | er, d | bd | ed, b_body & b_else
-    if isinstance(st, (cst.For, cst.While)):
-        head = st.iter if isinstance(st, cst.For) else st.test
-        r, d, _ = plain(head)
-        inner = bound | (frozenset(effects(cst.Assign([cst.AssignTarget(st.target)], cst.Name("_"))).assigns)
-                         if isinstance(st, cst.For) else frozenset())
-        br, bd, _ = _exposed_block(_body(st.body), inner)
-        er, ed, _ = _exposed_block(_body(st.orelse.body) if st.orelse is not None else [], bound)
-        return r | br | er, d | bd | ed, bound  # the body may not run at all
-    if isinstance(st, cst.With):
-        r: set = set()
-        d: set = set()
-        for item in st.items:
-            fx = effects(item)
-            r |= {k for k in fx.reads if not _covered(k, bound)}
-            d |= {k for k in fx.data if not _covered(k, bound)}
-            bound = bound | frozenset(fx.assigns)
-        br, bd, bound = _exposed_block(_body(st.body), bound)
-        return r | br, d | bd, bound
-    if isinstance(st, cst.Try):
-        br, bd, _ = _exposed_block(_body(st.body), bound)
-        for h in st.handlers:
-            hr, hd, _ = _exposed_block(_body(h.body), bound)
-            br, bd = br | hr, bd | hd
-        for part in (st.orelse, st.finalbody):
-            if part is not None:
-                pr, pd, _ = _exposed_block(_body(part.body), bound)
-                br, bd = br | pr, bd | pd
-        return br, bd, bound
-    return plain(st)

@@ -19,7 +19,7 @@ from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 from migrator.model import HESSIANS, TF_GRADIENTS
 from migrator.project_alias import API_NAMES
 from migrator.project_reach import namespace_reach
-from migrator.project_tf import may_hold_module, rebound_elsewhere, tf_module_name
+from migrator.project_tf import may_hold_module, rebound_elsewhere, tf_module_name, why_not_tf
 from migrator.tfnames import TF_MODULES, dotted, normalize
 
 
@@ -111,13 +111,21 @@ def report_unrewritable(rewrite) -> None:
             why = (f"`{head}` here comes only from star imports ({named}), which may bind it to something else "
                    f"than TensorFlow (a module outside the run, a library's, or one binding `{head}` otherwise)")
         else:
-            why = (f"`{head}` here is not bound only to the tensorflow import (a parameter, a local, a name also "
+            why = (from_project(rewrite, head) or
+                   f"`{head}` here is not bound only to the tensorflow import (a parameter, a local, a name also "
                    "bound to something else, or one a star import brings in)")
         rewrite._site(node, kind, "TFG128", f"{why}, so the migrator cannot tell that `{rewrite.code(node.func)}` is "
                       "TF's; if it is, import TensorFlow by name and re-run, or rewrite it with a tf.GradientTape by hand")
     for node in f.values:
         rewrite._site(node, TF_GRADIENTS, "TFG128", f"`{rewrite.code(node)}` is used as a value, not called; "
                                                     "call a tf.GradientTape method here by hand")
+
+
+def from_project(rewrite, head: str) -> Optional[str]:
+    """``from deepmd.tf.env import tf``: the module it comes from, and why its ``tf`` is not TF's."""
+    if not head or "." in head or not getattr(rewrite.ctx.index, "root", None):
+        return None
+    return why_not_tf(rewrite.project, rewrite.ctx.path, rewrite.ctx.source, head)
 
 
 def rebinds_head(an, c) -> Optional[str]:

@@ -13,7 +13,8 @@ import libcst as cst
 
 from migrator._plugins._grad_stateless import stateless_self_call
 from migrator._plugins._aliases import type_method_mutations, widen_mutations
-from migrator._plugins._dataflow import Effects, effects, exposed
+from migrator._plugins._dataflow import Effects, effects
+from migrator._plugins._exposed import exposed
 from migrator._plugins import _grad_per_index as per_index
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_hidden import collection_sources

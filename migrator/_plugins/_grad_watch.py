@@ -65,7 +65,8 @@ class WatchProof:
                                        f"another value than the one the targets use; bind the sources to new local "
                                        "names right before the forward pass")
             table = self.an.shared(c.node)  # `alias.append(b)`, or a closure, may change it too
-            shared = root in table or any(root in group for group in table.values())
+            shared = any(touches({root}, {n}) for n in table) or any(
+                touches({root}, {m}) for group in table.values() for m in group)
             if fresh.get(src.key) is None or shared:
                 changed = [i for i in range(max(s, (j if j is not None else -1) + 1), k) if not self.flat[i].dead
                            and touches(self.flat[i].fx.writes - self.flat[i].maybe_mutates, {src.key})]
