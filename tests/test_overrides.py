@@ -869,3 +869,47 @@ def test_a_module_level_graph_switch_with_a_helper_that_enters_another_graph(tmp
     res = runner.run([str(main)], runner.RunOptions(jobs=1, mode=runner.CHECK)).results[0]
     (site,) = [s for s in res.sites if s.kind == "override_map"]
     assert site.status == "manual" and not res.changed
+
+
+def test_a_second_def_of_the_registered_name_is_reported_as_a_second_def():
+    # `_grad` defined twice (two registrations): the name is rebound, not "used directly"
+    src = textwrap.dedent('''\
+        import tensorflow as tf
+
+
+        @tf.RegisterGradient("DoubleGrad")
+        def _grad(op, grad):
+            return grad * 2.0
+
+
+        @tf.RegisterGradient("TripleGrad")
+        def _grad(op, grad):
+            return grad * 3.0
+
+
+        def a(x):
+            v = tf.cast(x, tf.float32)
+            with tf.get_default_graph().gradient_override_map({"Sign": "DoubleGrad"}):
+                return tf.sign(v)
+        ''')
+    out, sites = migrate_text(src)
+    assert out == src and [s.code for s in sites] == ["TFG113"], sites
+    assert "`_grad` is defined again at line 10" in sites[0].reason and "used directly" not in sites[0].reason
+
+
+def test_a_helper_making_the_mapped_op_in_its_body_says_so():
+    src = textwrap.dedent('''\
+        import tensorflow as tf
+
+
+        def rounded(x):
+            return tf.round(x)
+
+
+        def ste(x):
+            with tf.get_default_graph().gradient_override_map({"Round": "Identity"}):
+                return rounded(x)
+        ''')
+    out, sites = migrate_text(src)
+    assert out == src and [s.code for s in sites] == ["TFG108"], sites
+    assert "creates a Round op in its own body" in sites[0].reason and "outside the block" not in sites[0].reason

@@ -345,7 +345,8 @@ class OpScanner:
             finally:
                 self._scope = saved
             if err is None and sub:
-                err = Refuse("TFG108", f"`{label}()` creates a {sub[0].op_type} op inside; it is also called outside the block")
+                err = Refuse("TFG108", f"`{label}()` creates a {sub[0].op_type} op in its own body, which the "
+                                       "override reaches but a wrapper at this call cannot")
             self.def_cache[d] = err
         if err is not None:
             raise Refuse(err.code, f"in `{label}()`: {err.reason}" if not err.reason.startswith("in `") else err.reason)

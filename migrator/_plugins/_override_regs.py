@@ -174,6 +174,10 @@ class RegistrationProof:
         for use in uses.loads:
             if use is fn.name or use is reg_arg:
                 continue
+            if id(use) in uses.defs:
+                raise Refuse("TFG113", f"`{name}` is defined again at line {self.found.line(use)}, so the name stands "
+                                       "for another function after it; give each registered function its own name, "
+                                       "then re-run")
             raise Refuse("TFG113", f"`{name}` is also used directly at line {self.found.line(use)}; its (op, grad) "
                                    "signature must stay, so the registration cannot become a helper; migrate by hand")
         if reg.scope.parent is None and self.project is not None:
@@ -318,9 +322,17 @@ class _NameLoads(cst.CSTVisitor):
     def __init__(self, name: str):
         self.name = name
         self.loads: list[cst.Name] = []
+        self.defs: set[int] = set()  # ids of the names of defs and classes of that name
 
     def visit_Decorator(self, node: cst.Decorator) -> bool:
         return True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node.name.value == self.name:
+            self.defs.add(id(node.name))  # a binding, reported as one (not as a use)
+        return True
+
+    visit_ClassDef = visit_FunctionDef
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value == self.name:
