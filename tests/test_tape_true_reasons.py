@@ -224,3 +224,43 @@ def test_reading_a_module_s_dict_or_deleting_a_config_key_binds_no_name(tmp_path
     (result,) = [r for r in runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK)).results
                  if r.path.endswith("user.py")]
     assert [s.status for s in result.sites] == [MIGRATED], result.sites
+
+
+ZOO = """\
+    import tensorflow as tf
+
+
+    class Attack(object):
+        def __init__(self, model, batch):
+            size, labels = model.image_size, model.num_labels
+            self.model = model
+            self.size = size
+            shape = (batch, self.size, self.size, 1)
+            self.modifier = tf.placeholder(tf.float32, shape)
+            self.timg = tf.Variable(tf.zeros(shape))
+            self.assign_timg = tf.placeholder(tf.float32, shape)
+            self.newimg = tf.tanh(self.modifier + self.timg) / 2
+            self.output = model.predict(self.newimg)
+            self.loss = tf.reduce_sum(tf.square(self.output))
+            self.setup = []
+            self.setup.append(self.timg.assign(self.assign_timg))
+            self.grad_op = tf.gradients(self.loss, self.modifier)
+    """
+
+
+def test_values_read_from_attributes_share_those_attributes_not_the_object(tmp_path):
+    # `size = model.image_size`, `shape = (batch, self.size, ...)`, `self.setup.append(...)`,
+    # `self.timg.assign(...)`: none of them is a change of every attribute of `self` or `model`
+    s = site_of(tmp_path, ZOO, "zoo.py")
+    assert s.code == "TFG129" and "runs code on `self`" not in s.reason, s.reason
+
+
+@pytest.mark.parametrize("change", [
+    ("            self.setup = []\n", "            self.setup = []\n            holder = self\n"
+                                      "            holder.reset()\n"),  # a call on `self` through an alias
+    ("            self.setup = []\n", "            self.setup = []\n            self.model.attach()\n"
+                                      "            self.reset()\n"),
+])
+def test_a_call_that_reaches_self_still_may_set_its_attributes(tmp_path, change):
+    s = site_of(tmp_path, ZOO.replace(*change), "zoo.py")
+    assert s.code == "TFG130" and "`self`" in s.reason, s.reason

@@ -57,14 +57,23 @@ def shared_names_in(module: cst.Module, fn) -> dict:
 
     def roots(expr) -> set:
         if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
-            base = expr
+            base, held = expr, expr  # held: the attribute path of the object (`self.layers` of `self.layers[0].w`)
             while isinstance(base, (cst.Attribute, cst.Subscript)) or isinstance(base, cst.Call) and \
                     isinstance(base.func, cst.Attribute) and base.func.attr.value in _PART_METHODS:
+                cut = not isinstance(base, cst.Attribute)  # an item, or a part-method's result
                 base = base.func.value if isinstance(base, cst.Call) else base.value
+                if cut:
+                    held = base
             if isinstance(base, cst.Call) and isinstance(base.func, cst.Name) and base.func.value == "getattr" \
                     and base.args:
                 return roots(base.args[0].value)
-            return {base.value} if isinstance(base, cst.Name) else set()
+            if not isinstance(base, cst.Name):
+                return set()
+            # `image_size = model.image_size`, `shape = (None, self.small_x)`: the object is that
+            # attribute, not all of `model` or `self` (a ZOO attack joined every name of its
+            # constructor into one group with `self`)
+            path = dotted(held)
+            return {path} if path is not None else {base.value}
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
             return {r for el in expr.elements for r in roots(el.value)}
         if isinstance(expr, cst.Dict):
@@ -167,7 +176,7 @@ def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode, modules: froze
 
 
 def _receivers(stmt: cst.CSTNode, modules: frozenset) -> set:
-    """Roots of the objects a statement calls a changing method of (not a module's function):
+    """The objects a statement calls a changing method of (not a module's function), by path:
     ``lst.append(v)``, ``alias[0].append(v)``, ``getattr(parts, "append")(v)``."""
     out: set = set()
 
@@ -177,13 +186,17 @@ def _receivers(stmt: cst.CSTNode, modules: frozenset) -> set:
             if isinstance(f, cst.Attribute) and f.attr.value in _READING_METHODS:
                 return
             base = f.value if isinstance(f, cst.Attribute) else f if isinstance(f, cst.Call) else None
+            held = base  # the object's attribute path: `self.setup` of `self.setup.append(v)`, `alias` of `alias[0]`
             while isinstance(base, (cst.Subscript, cst.Attribute)):
+                cut = isinstance(base, cst.Subscript)
                 base = base.value
+                if cut:
+                    held = base
             if isinstance(base, cst.Call) and isinstance(base.func, cst.Name) and base.func.value == "getattr" \
                     and base.args and isinstance(base.args[0].value, cst.Name):
                 out.add(base.args[0].value.value)
             elif isinstance(base, cst.Name) and base.value not in modules:
-                out.add(base.value)
+                out.add(dotted(held) or base.value)  # a call on `self.timg` changes that object, not all of `self`
 
         def visit_FunctionDef(self, n):
             return False
