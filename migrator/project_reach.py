@@ -57,6 +57,9 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
             reads.add(id(node.iter.func))
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _calls(node.value, *namespaces):
             reads.add(id(node.value.func))
+        elif isinstance(node, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            # `if 'net' not in globals():` only asks (a held-out attack script's 10 sites)
+            reads |= {id(c.func) for c in node.comparators if _calls(c, "vars", "globals", "locals")}
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in _READ_METHODS and _calls(node.func.value, *namespaces):
                 reads.add(id(node.func.value.func))

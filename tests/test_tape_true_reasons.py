@@ -264,3 +264,17 @@ def test_values_read_from_attributes_share_those_attributes_not_the_object(tmp_p
 def test_a_call_that_reaches_self_still_may_set_its_attributes(tmp_path, change):
     s = site_of(tmp_path, ZOO.replace(*change), "zoo.py")
     assert s.code == "TFG130" and "`self`" in s.reason, s.reason
+
+
+@pytest.mark.parametrize("check, migrates", [
+    ("if 'net' not in globals():\n    net = 1\n", True),  # only asks (a held-out attack script)
+    ("if 'net' in vars():\n    pass\n", True),
+    ("g = globals()\nif 'net' not in g:\n    net = 1\n", False),  # the namespace handed on
+    ("if 'net' not in globals():\n    globals()['net'] = 1\n", False),
+])
+def test_a_membership_test_on_a_namespace_rebinds_nothing(tmp_path, check, migrates):
+    write(tmp_path, "attack.py", "import tensorflow as tf\n\nx = tf.constant(1.0)\ny = x * x\ng = tf.gradients(y, x)\n")
+    write(tmp_path, "main.py", "import attack\n" + check)
+    (tmp_path / "pyproject.toml").write_text("")
+    (result,) = [r for r in runner.run([str(tmp_path / "attack.py")], runner.RunOptions(jobs=1, mode=runner.CHECK)).results]
+    assert [s.status for s in result.sites] == [MIGRATED if migrates else MANUAL], result.sites
