@@ -39,6 +39,7 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
     module's *own* ``heads``: ``globals()`` read or updated with other names, ``setattr`` on
     an object it does not import as a module, and imports by computed name, are not."""
     reads: set = set()  # ids of reaching names used only to read (or, with `own`, to write other names)
+    tested = membership_tested(tree)  # `"FLAG" in tf.__dict__`, `"net" not in globals()`
     eval_methods: set = set()
     shadowed = _bound_names(tree) & _SHADOWED
     importlib = any(isinstance(n, (ast.Import, ast.ImportFrom)) and any(
@@ -57,9 +58,9 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
             reads.add(id(node.iter.func))
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _calls(node.value, *namespaces):
             reads.add(id(node.value.func))
-        elif isinstance(node, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
-            # `if 'net' not in globals():` only asks (a held-out attack script's 10 sites)
-            reads |= {id(c.func) for c in node.comparators if _calls(c, "vars", "globals", "locals")}
+        elif isinstance(node, ast.Compare):  # `if 'net' not in globals():` only asks (a held-out attack script)
+            reads |= {id(c.func) for c in node.comparators if _calls(c, "vars", "globals", "locals")
+                      and id(c.func) in tested}
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in _READ_METHODS and _calls(node.func.value, *namespaces):
                 reads.add(id(node.func.value.func))
@@ -77,8 +78,6 @@ def namespace_reach(tree: ast.Module, own: bool = False, heads: frozenset = froz
     # `del mat["__globals__"]`, `k not in ("__header__", "__globals__")`: keys of a `loadmat` dict
     # (a held-out corpus); deleting a key or comparing with one writes no namespace
     inert: set = set()
-    tested = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) and all(
-        isinstance(op, (ast.In, ast.NotIn)) for op in n.ops) for c in n.comparators}
     for n in ast.walk(tree):  # only the operands themselves: `getattr(m, "__dict__")` inside a test still reaches
         if isinstance(n, ast.Compare):
             for op in [n.left, *n.comparators]:
@@ -163,3 +162,25 @@ def _made_in_function(tree: ast.Module) -> set:
         out |= {id(c) for c in ast.walk(fn) if isinstance(c, ast.Call) and c.args
                 and isinstance(c.args[0], ast.Name) and c.args[0].id in made}
     return out
+
+
+def membership_tested(tree: ast.Module) -> set:
+    """Ids of the namespaces only asked about: ``"FLAG" in tf.__dict__``, ``"net" not in globals()``
+    -- one `in` test whose right side is a plain name's ``__dict__`` or a bare namespace call
+    (a chained `"tf" in m.__dict__ in fake` hands the dict to `fake`, and `g(m).__dict__`
+    runs `g` on the module: adversarial runs)."""
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)):
+            c = n.comparators[0]
+            if isinstance(c, ast.Attribute) and c.attr == "__dict__" and _name_chain(c.value):
+                out.add(id(c))
+            elif isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and not c.args and not c.keywords:
+                out.add(id(c.func))
+    return out
+
+
+def _name_chain(node: ast.AST) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)

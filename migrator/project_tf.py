@@ -13,7 +13,7 @@ import ast
 import os
 from typing import Optional
 
-from migrator.project_reach import WORDS, method_nodes, namespace_reach
+from migrator.project_reach import WORDS, membership_tested, method_nodes, namespace_reach
 from migrator.tfnames import DYNAMIC_BINDERS, TF_MODULES, normalize
 
 
@@ -35,7 +35,7 @@ def imported_tf_names(project, path: str, source: str) -> dict:
         if target is None or not node.level and found_twice(project, node.module or "", here):
             continue  # which of two `ops.py` Python loads depends on how the program was started
         for a in node.names:
-            names = tf_binding(project, target, a.name)
+            names = tf_binding(project, target, a.name) if not _submodule(target, a.name) else None
             if names and rebound_elsewhere(project, target, {a.name}, also_with=here,
                                            among=may_hold_module(project, target)):
                 continue  # `ops.__setattr__("tf", f)` in a file loaded with both: an adversarial run
@@ -72,7 +72,8 @@ def tf_binding(project, path: str, name: str, depth: int = 0, stars=None) -> Opt
 
 def _binding(project, path: str, name: str, depth: int, stars=None) -> Optional[set]:
     tree = project.tree(path)
-    if tree is None or dynamic_bindings(tree, stars=stars is None) or _reach(project, path) is not None:
+    if tree is None or dynamic_bindings(tree, stars=stars is None) or _reach(project, path) is not None \
+            or _imports_itself(project, path, tree):
         return None
     targets: set = set()
     for node in ast.walk(tree):
@@ -180,8 +181,7 @@ def dynamic_binding(tree: ast.Module, stars: bool = True) -> Optional[ast.AST]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ("__getattr__", "__dir__"):
             return node
-    tested = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) and all(
-        isinstance(op, (ast.In, ast.NotIn)) for op in n.ops) for c in n.comparators}
+    tested = membership_tested(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "modules" for a in node.names):
             return node
@@ -191,9 +191,9 @@ def dynamic_binding(tree: ast.Module, stars: bool = True) -> Optional[ast.AST]:
         if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in (
                 "import_module", "reload"):
             return node
-        # `del mat["__globals__"]`, `del config.device_count["GPU"]` delete a key: only a name (or
-        # an attribute, or a key of a namespace reached by attribute) unbinds one
-        if isinstance(node, ast.Delete) and any(not (isinstance(t, ast.Subscript) and _plain_chain(t.value))
+        # `del mat["__globals__"]` deletes a key: only a name (or an attribute) unbinds one; a key of
+        # an attribute may be one of a namespace fetched elsewhere (an adversarial run)
+        if isinstance(node, ast.Delete) and any(not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name))
                                                 for t in node.targets):
             return node
         if isinstance(node, ast.Match) or stars and isinstance(node, ast.ImportFrom) and \
@@ -209,16 +209,33 @@ def dynamic_binding(tree: ast.Module, stars: bool = True) -> Optional[ast.AST]:
     return None
 
 
-_NAMESPACE_ATTRS = frozenset({"__dict__", "modules", "__globals__", "f_globals", "f_locals", "__builtins__"})
+def _submodule(path: str, name: str) -> bool:
+    """``pkg/env/__init__.py`` beside ``pkg/env/tf.py``: importing that submodule anywhere sets
+    ``pkg.env.tf`` to it (an adversarial run's `import pkg.env.tf` in a loader)."""
+    base, file = os.path.split(path)
+    if file != "__init__.py":
+        return False
+    try:
+        return any(f == name or f.startswith(name + ".") for f in os.listdir(base))
+    except OSError:
+        return True
 
 
-def _plain_chain(node: ast.AST) -> bool:
-    """``a`` or ``a.b.c``, no attribute of which reaches a namespace (``m.__dict__``, ``sys.modules``)."""
-    while isinstance(node, ast.Attribute):
-        if node.attr in _NAMESPACE_ATTRS:
-            return False
-        node = node.value
-    return isinstance(node, ast.Name)
+def _imports_itself(project, path: str, tree: ast.Module) -> bool:
+    """``import pkg.env as _me`` in pkg/env.py: the module holds its own object, which it may
+    hand to code that writes its names (an adversarial run)."""
+    here = os.path.abspath(path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            mods = [(a.name, 0) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            mods = [(node.module or "", node.level)] + [(f"{node.module}.{a.name}" if node.module else a.name,
+                                                        node.level) for a in node.names]
+        else:
+            continue
+        if any(project.resolve(m, level, here) == here for m, level in mods if m):
+            return True
+    return False
 
 
 def why_not_tf(project, path: str, source: str, head: str) -> Optional[str]:
@@ -242,6 +259,10 @@ def why_not_tf(project, path: str, source: str, head: str) -> Optional[str]:
         inner = project.tree(target)
         if inner is None:
             return f"{where}, which cannot be read"
+        if _submodule(target, name):
+            return f"{where}, a package whose submodule `{name}` replaces that name wherever it is imported"
+        if _imports_itself(project, target, inner):
+            return f"{where}, which imports itself, so code it hands its module object to may rebind it"
         found = dynamic_binding(inner, stars=False)
         if found is not None:
             text = (ast.get_source_segment(project.text(target) or "", found) or type(found).__name__).split("\n")[0]

@@ -49,7 +49,8 @@ GAN = """\
         h = x
         for W in D_W:
             h = tf.nn.relu(tf.matmul(h, W))
-        return h
+        out = tf.sigmoid(h)
+        return out
 
 
     def discriminator_rec(x):
@@ -93,7 +94,9 @@ def test_a_function_another_file_replaces_on_the_module_may_keep_its_argument(tm
 
 @pytest.mark.parametrize("change", [
     # discriminator keeps what it is given: discriminator_rec may fill it later
-    ("        return h\n", "        KEPT.append(x)\n        return h\n"),
+    ("        return out\n", "        KEPT.append(x)\n        return out\n"),
+    # or hands it back (`return x` when D_W is empty): the caller may keep it
+    ("        out = tf.sigmoid(h)\n        return out\n", "        return h\n"),
     # the name is bound twice: the call may run another function
     ("    G_sample = generator(z)\n", "    for discriminator in [discriminator]:\n        pass\n"
                                      "    G_sample = generator(z)\n"),
@@ -162,18 +165,41 @@ ATTACK = """\
     """
 
 
-def test_a_call_on_an_object_self_holds_does_not_set_self_s_attributes(tmp_path):
-    # `self.model = model`, then `model.predict(...)`: the call may change the model, which
-    # `self.model` names, not `self.newimg` (corpus12's ZOO attack: "line 9 runs code on `self`")
+def test_a_call_on_an_object_self_holds_may_set_self_s_attributes(tmp_path):
+    # `self.model = model`, then `model.predict(...)`: the caller may have given the model a
+    # reference back to the attack object (an adversarial run rebound `owner.loss` that way;
+    # an attribute-path alias had migrated it and lost every gradient)
     s = site_of(tmp_path, ATTACK, "attack.py")
-    assert s.code == "TFG129" and "runs code on `self`" not in s.reason, s.reason
-    assert "`model.predict(...)` at line 10 builds its result afresh" in s.reason, s.reason
+    assert s.code == "TFG130" and "runs code on `self`" in s.reason, s.reason
 
 
 def test_an_if_test_is_not_a_value_on_the_gradient_path(tmp_path):
     # `if self.targeted:` picks a branch; the flag is no tensor the tape would have to record
-    s = site_of(tmp_path, ATTACK, "attack.py")
+    s = site_of(tmp_path, ATTACK.replace("model.predict(self.newimg)", "tf.tanh(self.newimg)"), "attack.py")
     assert "`self.targeted`" not in s.reason, s.reason
+
+
+@pytest.mark.parametrize("test", ["acc.append(old) is None", "register(acc, old)", "acc.setdefault('h', old)",
+                                  "not acc.extend([old])"])
+def test_an_if_test_that_calls_code_is_data(tmp_path, test):
+    # a call in the test may move a tensor made before the tape into the forward pass
+    text = """\
+        import tensorflow as tf
+
+
+        def register(acc, t):
+            acc.append(t)
+            return True
+
+
+        def f(x, old, acc):
+            if {test}:
+                pass
+            y = tf.add_n(acc) + x * x
+            return tf.gradients(y, x)[0]
+        """.format(test=test.replace("acc.setdefault('h', old)", "acc.setdefault(0, old)"))
+    s = site_of(tmp_path, text, "step.py")
+    assert s.status == MANUAL, s
 
 
 @pytest.mark.parametrize("change", [
@@ -208,22 +234,19 @@ def test_a_tf_imported_from_a_project_module_names_what_blocks_it(tmp_path):
     assert "env.py:6: `import_module(name)`" in s.reason, s.reason
 
 
-def test_reading_a_module_s_dict_or_deleting_a_config_key_binds_no_name(tmp_path):
+@pytest.mark.parametrize("env, migrates", [
+    ('if "CXX11_ABI_FLAG" in tf.__dict__:\n    FLAG = 1\n', True),  # only asks (deepmd-kit's env.py)
+    ('if "tf" in tf.__dict__ in holder:\n    FLAG = 1\n', False),  # hands the dict to `holder.__contains__`
+    ('config = {}\nif "GPU" in config:\n    del config.device_count["GPU"]\n', False),  # a key of an attribute
+])
+def test_reading_a_module_s_dict_only_asks(tmp_path, env, migrates):
     write(tmp_path, "pkg/__init__.py", "")
-    write(tmp_path, "pkg/env.py", """\
-        import tensorflow.compat.v1 as tf
-
-        config = tf.ConfigProto()
-        if "CXX11_ABI_FLAG" in tf.__dict__:
-            FLAG = 1
-        if "GPU" in config.device_count:
-            del config.device_count["GPU"]
-        """)
+    write(tmp_path, "pkg/env.py", "import tensorflow.compat.v1 as tf\nholder = []\n" + env)
     path = write(tmp_path, "user.py", "from pkg.env import tf\n\nx = tf.constant(1.0)\ny = x * x\ng = tf.gradients(y, x)\n")
     (tmp_path / "pyproject.toml").write_text("")
     (result,) = [r for r in runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK)).results
                  if r.path.endswith("user.py")]
-    assert [s.status for s in result.sites] == [MIGRATED], result.sites
+    assert [s.status for s in result.sites] == [MIGRATED if migrates else MANUAL], result.sites
 
 
 ZOO = """\
@@ -248,21 +271,10 @@ ZOO = """\
     """
 
 
-def test_values_read_from_attributes_share_those_attributes_not_the_object(tmp_path):
-    # `size = model.image_size`, `shape = (batch, self.size, ...)`, `self.setup.append(...)`,
-    # `self.timg.assign(...)`: none of them is a change of every attribute of `self` or `model`
+def test_values_read_from_attributes_keep_the_whole_object_shared(tmp_path):
+    # `size = model.image_size`, `self.setup.append(...)`: an object an attribute holds may
+    # hold a reference back, so these stay changes of `self` (an adversarial run)
     s = site_of(tmp_path, ZOO, "zoo.py")
-    assert s.code == "TFG129" and "runs code on `self`" not in s.reason, s.reason
-
-
-@pytest.mark.parametrize("change", [
-    ("            self.setup = []\n", "            self.setup = []\n            holder = self\n"
-                                      "            holder.reset()\n"),  # a call on `self` through an alias
-    ("            self.setup = []\n", "            self.setup = []\n            self.model.attach()\n"
-                                      "            self.reset()\n"),
-])
-def test_a_call_that_reaches_self_still_may_set_its_attributes(tmp_path, change):
-    s = site_of(tmp_path, ZOO.replace(*change), "zoo.py")
     assert s.code == "TFG130" and "`self`" in s.reason, s.reason
 
 

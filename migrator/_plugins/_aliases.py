@@ -25,14 +25,6 @@ _ONE_ARG_CHANGERS = frozenset({"append", "extend", "update", "add", "remove", "d
 _PART_METHODS = frozenset({"setdefault", "get", "values", "items", "pop", "popitem", "__getitem__"})
 
 
-def _target_keys(target, roots) -> set:
-    """What a binding target names as the shared object: ``self.model`` for an attribute (a
-    held-out attack stored its model there, and every later call on the model was taken for
-    code that may set any attribute of ``self``), the root for anything else."""
-    key = dotted(target) if isinstance(target, cst.Attribute) else None
-    return {key} if key is not None else roots(target)
-
-
 def shared_names(module: cst.Module) -> dict:
     """:func:`shared_names_in` for every function of ``module`` (key ``None``: module level)."""
     out = {None: shared_names_in(module, None)}
@@ -57,23 +49,16 @@ def shared_names_in(module: cst.Module, fn) -> dict:
 
     def roots(expr) -> set:
         if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
-            base, held = expr, expr  # held: the attribute path of the object (`self.layers` of `self.layers[0].w`)
+            # by root: an object an attribute holds may hold a reference back (a model the caller
+            # gave the attack object to), so `model.predict(...)` may change any of `self`
+            base = expr
             while isinstance(base, (cst.Attribute, cst.Subscript)) or isinstance(base, cst.Call) and \
                     isinstance(base.func, cst.Attribute) and base.func.attr.value in _PART_METHODS:
-                cut = not isinstance(base, cst.Attribute)  # an item, or a part-method's result
                 base = base.func.value if isinstance(base, cst.Call) else base.value
-                if cut:
-                    held = base
             if isinstance(base, cst.Call) and isinstance(base.func, cst.Name) and base.func.value == "getattr" \
                     and base.args:
                 return roots(base.args[0].value)
-            if not isinstance(base, cst.Name):
-                return set()
-            # `image_size = model.image_size`, `shape = (None, self.small_x)`: the object is that
-            # attribute, not all of `model` or `self` (a ZOO attack joined every name of its
-            # constructor into one group with `self`)
-            path = dotted(held)
-            return {path} if path is not None else {base.value}
+            return {base.value} if isinstance(base, cst.Name) else set()
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
             return {r for el in expr.elements for r in roots(el.value)}
         if isinstance(expr, cst.Dict):
@@ -100,8 +85,8 @@ def shared_names_in(module: cst.Module, fn) -> dict:
 
         def _bind(self, targets, value) -> None:
             shared = roots(value)
-            if shared:  # `self.model = model`: the object is `self.model`, not the whole of `self`
-                self._join(shared | {n for t in targets for n in _names_in(t) | _target_keys(t, roots)})
+            if shared:
+                self._join(shared | {n for t in targets for n in _names_in(t) | roots(t)})
 
         def visit_Assign(self, node):
             self._bind([t.target for t in node.targets], node.value)
@@ -162,8 +147,8 @@ def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode, modules: froze
         mutated |= {k for small in stmt.body if isinstance(small, cst.AugAssign)
                     for k in [dotted(small.target)] if k is not None}
     extra: set = set()
-    for key in mutated:  # a change of `model` is one of `self.model`; of `self`, of all it holds
-        extra |= {m for name, group in shared.items() if touches({key}, {name}) for m in group}
+    for key in mutated:
+        extra |= shared.get(key.split(".")[0], frozenset())
     called = None
     for name in fx.reads:  # a closure called here, or handed to a call that may call it; a method
         group = shared.get(name, frozenset())  # taken off an object (`app = parts.append; app(v)`)
@@ -176,7 +161,7 @@ def widen_mutations(fx: Effects, shared: dict, stmt: cst.CSTNode, modules: froze
 
 
 def _receivers(stmt: cst.CSTNode, modules: frozenset) -> set:
-    """The objects a statement calls a changing method of (not a module's function), by path:
+    """Roots of the objects a statement calls a changing method of (not a module's function):
     ``lst.append(v)``, ``alias[0].append(v)``, ``getattr(parts, "append")(v)``."""
     out: set = set()
 
@@ -186,17 +171,13 @@ def _receivers(stmt: cst.CSTNode, modules: frozenset) -> set:
             if isinstance(f, cst.Attribute) and f.attr.value in _READING_METHODS:
                 return
             base = f.value if isinstance(f, cst.Attribute) else f if isinstance(f, cst.Call) else None
-            held = base  # the object's attribute path: `self.setup` of `self.setup.append(v)`, `alias` of `alias[0]`
             while isinstance(base, (cst.Subscript, cst.Attribute)):
-                cut = isinstance(base, cst.Subscript)
                 base = base.value
-                if cut:
-                    held = base
             if isinstance(base, cst.Call) and isinstance(base.func, cst.Name) and base.func.value == "getattr" \
                     and base.args and isinstance(base.args[0].value, cst.Name):
                 out.add(base.args[0].value.value)
             elif isinstance(base, cst.Name) and base.value not in modules:
-                out.add(dotted(held) or base.value)  # a call on `self.timg` changes that object, not all of `self`
+                out.add(base.value)
 
         def visit_FunctionDef(self, n):
             return False

@@ -366,10 +366,11 @@ class _Collector(cst.CSTVisitor):
         return False
 
     def _test(self, test: cst.BaseExpression) -> None:
-        plain = not any(isinstance(n, cst.NamedExpr) for n in descendants(test))  # a walrus binds its data
+        plain = plain_test(test)
         self.control += plain
         test.visit(self)
         self.control -= plain
+
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         value = node.value
@@ -380,6 +381,16 @@ class _Collector(cst.CSTVisitor):
                 self._write(base, False)
         value.visit(self)
         return False
+
+
+def plain_test(test: cst.BaseExpression) -> bool:
+    """A test that only reads: names, attributes, literals, comparisons. A walrus binds its
+    data; a call or an item may put a value somewhere (`if acc.append(old) is None:`, `if
+    register(acc, old):` moved a tensor made before the tape into the forward pass: an
+    adversarial run)."""
+    return not any(isinstance(n, (cst.NamedExpr, cst.Call, cst.Subscript, cst.Lambda, cst.Await, cst.Yield,
+                                  cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp))
+                   for n in descendants(test))
 
 
 def _lambda_params(params: cst.Parameters) -> list:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from migrator._plugins._dataflow import effects
-from migrator.tfnames import descendants
+from migrator._plugins._dataflow import effects, plain_test
 
 
 def exposed(node: cst.CSTNode) -> tuple[set, set]:
@@ -19,8 +18,8 @@ def exposed(node: cst.CSTNode) -> tuple[set, set]:
 
 
 def _test_data(test: cst.BaseExpression, data: set) -> set:
-    """The data an if/while test reads: none, unless a walrus binds it (see ``_Collector._test``)."""
-    return data if any(isinstance(n, cst.NamedExpr) for n in descendants(test)) else set()
+    """The data an if/while test reads: none when it only reads (``_dataflow.plain_test``)."""
+    return set() if plain_test(test) else data
 
 
 def _covered(key: str, bound: frozenset) -> bool:

@@ -79,7 +79,41 @@ def stateless_function_call(rw, call: cst.Call) -> bool:
     if not isinstance(func, cst.Name) or qnames(func, rw.qn) != {func.value}:
         return False  # a parameter or local of that name (`f.<locals>.name`), or no name at all
     facts = _facts(rw, None)
-    return facts is not None and _bound_once(facts.tree, func.value) and facts.function(func.value, set())
+    if facts is None or not _bound_once(facts.tree, func.value) or not facts.function(func.value, set()):
+        return False
+    fn = facts.functions[func.value]
+    # nor may it hand the argument back (`return l`, `return [l]`, `l[0:0] or l`): the caller
+    # would hold the list under another name (an adversarial run filled it after the tape)
+    return all(_new_value(r.value, facts.pure, fn) for r in ast.walk(fn) if isinstance(r, ast.Return))
+
+
+def _new_value(v: Optional[ast.AST], pure: set, fn: Optional[ast.FunctionDef] = None) -> bool:
+    """A value made here that is none of the function's objects: a number, a string, None, a
+    TF/NumPy call (it returns a tensor or array, never a list it was given), arithmetic of those,
+    or a local every binding of which is one (`out = tf.sigmoid(h); return out`)."""
+    if v is None or isinstance(v, ast.Constant):
+        return True
+    if isinstance(v, ast.Name) and fn is not None:
+        if v.id in params_of(fn) or any(isinstance(n, (ast.For, ast.comprehension, ast.withitem, ast.AugAssign,
+                                                          ast.NamedExpr, ast.AnnAssign)) and v.id in {
+                x.id for x in ast.walk(n) if isinstance(x, ast.Name) and not isinstance(x.ctx, ast.Load)}
+                for n in ast.walk(fn)):
+            return False
+        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == v.id for t in n.targets)]
+        if any(not (isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets))
+               for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(
+                   v.id in {x.id for x in ast.walk(t) if isinstance(x, ast.Name)} for t in n.targets)):
+            return False  # bound by unpacking or beside an attribute/item target
+        return bool(values) and all(_new_value(x, pure) for x in values)
+    if isinstance(v, ast.BinOp):
+        return _new_value(v.left, pure) and _new_value(v.right, pure)
+    if isinstance(v, ast.UnaryOp):
+        return _new_value(v.operand, pure)
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute):
+        chain = _chain(v.func)
+        return chain is not None and chain[0] in pure
+    return False
 
 
 def _bound_once(tree: ast.Module, name: str) -> bool:
@@ -179,7 +213,9 @@ class _FileFacts:
         this module must bind it only by its def, and no file may write it on the module."""
         key = ("module", name)
         if key not in self._once:
-            sets = self.project.grep(name.encode(), rf"\.{re.escape(name)}\s*=[^=]|setattr\(|__dict__|globals\(")
+            # `m.f = g`, and any target spelling: `for m.f in [g]:`, `m.f, x = g, 1`, `with g as m.f:`
+            sets = self.project.grep(name.encode(), rf"\.{re.escape(name)}\s*(?:=[^=]|[,)\]:]|in\b)|setattr\("
+                                                    r"|__dict__|globals\(")
             self._once[key] = sets is not None and not sets and _bound_once(self.tree, name)
         return self._once[key]
 
@@ -219,6 +255,8 @@ class _FileFacts:
                 return False
             if isinstance(n, (ast.Attribute, ast.Subscript, ast.Starred)) and isinstance(n.ctx, (ast.Store, ast.Del)):
                 return False  # `self.h = ...`, `cache[k] = ...`, also as a loop or comprehension target
+            if isinstance(n, ast.AugAssign) and not _counter(fn, n.target):
+                return False  # `c = CACHE; c += [t]` fills the global list in place (an adversarial run)
             if isinstance(n, ast.Call) and not self._call(n, me, seen, local):
                 return False
         return True
@@ -263,6 +301,20 @@ class _FileFacts:
 
 #: methods that change their object, and names of methods that keep what they are given
 _CHANGER_NAMES = CHANGING_METHODS | {"__setitem__", "__setattr__", "put", "write", "send", "store", "record", "save"}
+
+
+def _counter(fn: ast.FunctionDef, target: ast.AST) -> bool:
+    """``i += 1`` on a local every other binding of which is a number: an int, never an object
+    an in-place operator could change."""
+    if not isinstance(target, ast.Name):
+        return False
+    values = [n.value for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
+        isinstance(t, ast.Name) and t.id == target.id for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    others = [n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.comprehension, ast.withitem, ast.arg)) and
+              target.id in {x.id for x in ast.walk(getattr(n, "target", None) or getattr(n, "optional_vars", None) or n)
+                            if isinstance(x, ast.Name)} | ({n.arg} if isinstance(n, ast.arg) else set())]
+    return bool(values) and not others and all(
+        isinstance(v, ast.Constant) and type(v.value) in (int, float) for v in values)
 
 
 def _binds(n: ast.AST) -> set:
