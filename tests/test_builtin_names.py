@@ -111,7 +111,10 @@ def test_a_grad_ys_of_one_tensor_per_target_migrates(gy):
     assert s.status == MIGRATED, s
 
 
-def test_an_attribute_grad_ys_migrates_only_when_every_assignment_is_one_tensor():
+@pytest.mark.parametrize("value", ["tf.constant([1.0, 2.0])", "[[1.0, 2.0]]"])
+def test_an_attribute_grad_ys_is_refused(value):
+    # any code may set an attribute to a list (a tuple target, another module, setattr, a class
+    # attribute: adversarial runs), so no assignment the file shows proves one value
     cls = """\
         import tensorflow as tf
 
@@ -125,10 +128,70 @@ def test_an_attribute_grad_ys_migrates_only_when_every_assignment_is_one_tensor(
                 y = tf.sin(v)
                 return tf.gradients(y, v, grad_ys=self.gy)[0]
         """
-    _, (s,) = sites_of(cls.format(value="tf.constant([1.0, 2.0])"))
-    assert s.status == MIGRATED, s
-    _, (s,) = sites_of(cls.format(value="[[1.0, 2.0]]"))
+    _, (s,) = sites_of(cls.format(value=value))
     assert s.status == MANUAL and "`self.gy`, which may be a Python list" in s.reason, s
+
+
+NAMED = """\
+import copy
+import json
+
+import tensorflow as tf
+
+W = [1.0, 2.0, 3.0]
+
+
+def listify(f):
+    return lambda: [f()]
+
+
+@listify
+def mk_dec():
+    return 1.0
+
+
+def mk_re():
+    return 1.0
+
+
+mk_re = lambda: [1.0, 2.0, 3.0]  # noqa: E731
+
+
+def mk_local():
+    v = [1.0, 2.0, 3.0]
+    return v * 1
+
+
+def f(x, flag=True, gy0=None):
+    v = x * 1.0
+    y = tf.sin(v) * 2.0
+{bind}
+    return tf.gradients(y, v, grad_ys=[gy])[0]
+"""
+
+
+@pytest.mark.parametrize("bind", [
+    "    gy = [1.0, 2.0] + [3.0]",
+    "    gy = copy.deepcopy(W)",
+    "    gy = json.loads('[1.0, 2.0, 3.0]')",
+    "    gy = sum([[1.0, 2.0], [3.0]], [])",
+    "    gy = gy0 or [1.0, 2.0, 3.0]",
+    "    for gy in [W]:\n        pass",
+    "    gy = mk_dec()",
+    "    gy = mk_re()",
+    "    gy = mk_local()",
+    "    gy = W",
+])
+def test_a_grad_ys_name_that_may_hold_a_python_list_is_refused(bind):
+    _, sites = sites_of(NAMED.format(bind=bind))
+    (s,) = sites
+    assert s.status == MANUAL and s.code == "TFG128", s
+
+
+@pytest.mark.parametrize("bind", ["    gy = tf.ones_like(y) * 2.0", "    gy = 2.0 if flag else tf.ones_like(y)"])
+def test_a_grad_ys_name_bound_to_one_value_migrates(bind):
+    _, (s,) = sites_of(NAMED.format(bind=bind))
+    assert s.status == MIGRATED, s
 
 
 ORDER = """\

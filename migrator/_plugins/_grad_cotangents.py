@@ -4,8 +4,10 @@
 ``output_gradients`` with ``tf.nest``, so an item that is a Python list (``[[1., 1., 3.]]``,
 ``[[1.] * 2 + [3.]]``, ``[[1., 2.] if f else [2., 1.]]``) becomes several numbers, and the
 target's cotangent is the first of them, silently (adversarial runs).  So each item must surely
-be one value: ``None`` (ones, see ``_grad_watch``), a number, a name no binding makes a list,
-a TF or NumPy call that returns one array, or arithmetic and conditionals of those.  A
+be one value: ``None`` (ones, see ``_grad_watch``), a number, a name every binding of which is
+a plain assignment of one value, a TF or NumPy call that returns one array, this module's
+function returning one, or arithmetic and conditionals of those; never an attribute, which
+any code may set to a list.  A
 ``grad_ys`` that is not a display must be a TF call (a tensor, or a list of tensors, flattens
 as TF1 read it) or a name.
 """
@@ -16,7 +18,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from migrator._plugins._grad_values import qnames
-from migrator.tfnames import descendants
+from migrator.tfnames import descendants, dotted
 
 #: TF functions that return a list or a nest of tensors, not one tensor
 _MANY = frozenset({"unstack", "split", "meshgrid", "gradients", "hessians", "flatten", "dynamic_partition",
@@ -26,33 +28,51 @@ _MANY = frozenset({"unstack", "split", "meshgrid", "gradients", "hessians", "fla
                    "trainable_variables", "global_variables", "broadcast_gradient_args", "moments"})
 
 
-def unsure_cotangent(an, og: Optional[cst.BaseExpression],
-                     python_list: Callable[[cst.BaseExpression], bool]) -> Optional[cst.BaseExpression]:
-    """The first part of ``grad_ys`` that may not be one value per target (None: none)."""
+def unsure_cotangent(an, og: Optional[cst.BaseExpression], at: cst.CSTNode,
+                     values_of: Callable[[str], list]) -> Optional[cst.BaseExpression]:
+    """The first part of ``grad_ys`` that may not be one value per target (None: none).
+    ``values_of(name)``: what a name may hold at the call (its assignments, default, module
+    bindings)."""
+    ctx = _Where(an, at, values_of)
     if og is None or isinstance(og, cst.Name):
         return None  # a name: what it is bound to is read where it is bound (`_grad_filechecks`)
     if not isinstance(og, (cst.List, cst.Tuple)):
         whole = isinstance(og, cst.Call) and an.tf_name(og) is not None
-        return None if whole or _one(an, og, python_list) else og
+        return None if whole or _one(ctx, og) else og
     for el in og.elements:
-        if isinstance(el, cst.StarredElement) or not _one(an, el.value, python_list):
+        if isinstance(el, cst.StarredElement) or not _one(ctx, el.value):
             return el.value
     return None
 
 
-def _one(an, e: cst.BaseExpression, python_list, depth: int = 0) -> bool:
+class _Where:
+    """Where the names of an item are looked up: the call's function, then the module; inside
+    a helper's `return`, no name at all."""
+
+    def __init__(self, an, at, values_of, names: bool = True) -> None:
+        self.an, self.at, self.values_of, self.names = an, at, values_of, names
+        fn = an.parents.get(at)
+        while fn is not None and not isinstance(fn, cst.FunctionDef):
+            fn = an.parents.get(fn)
+        self.fn = fn
+
+    def params(self) -> set:
+        p = self.fn.params if self.fn is not None else None
+        return {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)} if p else set()
+
+
+def _one(ctx: _Where, e: cst.BaseExpression, depth: int = 0) -> bool:
+    an = ctx.an
     if isinstance(e, (cst.Integer, cst.Float)):
         return True
-    if isinstance(e, cst.Name):
-        return not python_list(e)
-    if isinstance(e, cst.Attribute):
-        return _attribute_one(an, e, python_list, depth)
+    if isinstance(e, cst.Name):  # `None` means ones (`_grad_watch`)
+        return e.value == "None" or ctx.names and _name_one(ctx, e.value, depth)
     if isinstance(e, cst.UnaryOperation):
-        return _one(an, e.expression, python_list, depth)
+        return _one(ctx, e.expression, depth)
     if isinstance(e, cst.BinaryOperation):
-        return _one(an, e.left, python_list, depth) and _one(an, e.right, python_list, depth)
+        return _one(ctx, e.left, depth) and _one(ctx, e.right, depth)
     if isinstance(e, cst.IfExp):
-        return _one(an, e.body, python_list, depth) and _one(an, e.orelse, python_list, depth)
+        return _one(ctx, e.body, depth) and _one(ctx, e.orelse, depth)
     if isinstance(e, cst.Call):
         name = an.tf_name(e)
         if name is not None:
@@ -60,31 +80,57 @@ def _one(an, e: cst.BaseExpression, python_list, depth: int = 0) -> bool:
         if an.call_kind(e) == "numpy":
             return not (isinstance(e.func, cst.Attribute) and e.func.attr.value in (
                 "tolist", "split", "array_split", "meshgrid", "nonzero", "where"))
-        return _returns_one(an, e, python_list, depth)
+        return _returns_one(ctx, e, depth)
+    return False  # an attribute (set anywhere, by any means), an item, a comprehension, ...
+
+
+def _name_one(ctx: _Where, name: str, depth: int) -> bool:
+    """Every binding of ``name`` is a plain assignment of one value (`gy = [1.0] * 2 + [3.0]`,
+    `gy = _weights()`, `for gy in ...`, `gy = gy or [...]` are not: adversarial runs); a
+    parameter is read at its callers (`_grad_filechecks._list_from_caller`)."""
+    if name in ctx.params() and not any(isinstance(n, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets) for n in descendants(ctx.fn)):
+        return True  # read at the callers; a parameter rebound here (`gy = gy or [...]`) is a local too
+    if depth > 2:
+        return False
+    scopes = [n for n in (ctx.fn, ctx.an.module) if n is not None]
+    if any(_bound_otherwise(scope, name) for scope in scopes):
+        return False
+    values = ctx.values_of(name)
+    return bool(values) and all(v is not None and _one(ctx, v, depth + 1) for v in values)
+
+
+def _bound_otherwise(scope: cst.CSTNode, name: str) -> bool:
+    """``name`` is bound by anything but ``name = value``: a loop, `with`, unpacking, an
+    augmented or annotated assignment, a walrus, an import, `global`, an exception, `del`."""
+    def named(t) -> bool:
+        return any(isinstance(x, cst.Name) and x.value == name for x in descendants(t))
+
+    for n in descendants(scope):
+        if isinstance(n, (cst.For, cst.CompFor)) and named(n.target) or \
+                isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)) and named(n.target) or \
+                isinstance(n, cst.AsName) and named(n.name) or isinstance(n, cst.Del) and named(n.target):
+            return True
+        if isinstance(n, cst.Assign) and any(not isinstance(t.target, cst.Name) and named(t.target) for t in n.targets):
+            return True
+        if isinstance(n, (cst.Global, cst.Nonlocal)) and any(a.name.value == name for a in n.names):
+            return True
+        if isinstance(n, cst.ImportAlias) and n.asname is None and (dotted(n.name) or "").split(".")[0] == name:
+            return True
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef)) and n.name.value == name:
+            return True
     return False
 
 
-def _returns_one(an, call: cst.Call, python_list, depth: int = 0) -> bool:
-    """``make_gy()``: this module's one function of that name, every return of which is one value
-    made in it (a TF call, a number), not a list (``def _weights(): return [[1., 2., 3.]]``)."""
-    func = call.func
+def _returns_one(ctx: _Where, call: cst.Call, depth: int) -> bool:
+    """``make_gy()``: this module's one undecorated function of that name, bound by nothing else,
+    every return of which is one value made in it without a name (a TF call, a number):
+    ``def _weights(): return [[1., 2., 3.]]``, a decorated one, or one rebound by a lambda is not."""
+    an, func = ctx.an, call.func
     fn = an.find.defs.get(func.value) if isinstance(func, cst.Name) else None
-    if fn is None or depth > 1 or qnames(func, an.qn) != {func.value}:
+    if not isinstance(fn, cst.FunctionDef) or fn.decorators or depth > 1 or qnames(func, an.qn) != {func.value} \
+            or func.value in an.find.variables:
         return False
+    inner = _Where(an, call, ctx.values_of, names=False)
     returns = [n for n in descendants(fn.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Return)]
-    return bool(returns) and all(
-        r.value is not None and not isinstance(r.value, (cst.Name, cst.Attribute)) and _one(an, r.value, python_list,
-                                                                                          depth + 1)
-        for r in returns)
-
-
-def _attribute_one(an, e: cst.Attribute, python_list, depth: int) -> bool:
-    """``self.dy``: every assignment to an attribute of that name in the module is one value
-    (``self.dy = tf.placeholder(...)``); ``self.weights = [[1., 2., 3.]]`` is not (an
-    adversarial run), nor is an attribute this module never sets."""
-    attr = e.attr.value
-    values = [n.value for n in descendants(an.module) if isinstance(n, (cst.Assign, cst.AnnAssign)) and any(
-        isinstance(t, cst.Attribute) and t.attr.value == attr
-        for t in ([x.target for x in n.targets] if isinstance(n, cst.Assign) else [n.target]))]
-    return bool(values) and depth < 2 and all(v is not None and not isinstance(v, (cst.Name, cst.Attribute)) and
-                                              _one(an, v, python_list, depth + 1) for v in values)
+    return bool(returns) and all(r.value is not None and _one(inner, r.value, depth + 1) for r in returns)

@@ -270,7 +270,7 @@ def check_runtime_args(an, c, flat: list, s: int, e: int) -> None:
             isinstance(el.value, cst.Name) and _bound_to_none(an, el.value.value, body) for el in og.elements):
         raise Refuse("TFG128", "grad_ys holds a name bound to None (TF1 read ones there, a tape raises); write "
                                "tf.ones_like(y) for that target, then re-run")
-    unsure = unsure_cotangent(an, og, lambda e: _python_list(an, e, c.node))
+    unsure = unsure_cotangent(an, og, c.node, lambda name: _values_of(an, name, c.node))
     if unsure is not None:
         raise Refuse("TFG128", f"grad_ys holds `{an.code(unsure)}`, which may be a Python list: TF1 made one tensor "
                                "of each item, a tape flattens a list into numbers; give each target one tensor "
