@@ -14,6 +14,8 @@ from typing import Optional
 
 import libcst as cst
 
+from migrator._plugins._dataflow import touches
+
 from migrator._plugins._grad_values import qnames
 from migrator.tfnames import descendants, tf_name
 
@@ -108,3 +110,28 @@ def _pure(fn: cst.FunctionDef, qn, defs: dict, depth: int) -> bool:
             if callee is None or depth >= 2 or callee is fn or not _pure(callee, qn, defs, depth + 1):
                 return False
     return True
+
+
+def stashes(flat: list, first: int, k: int, fresh: set) -> list:
+    """Items from the first source on that read a value made from the sources and may keep
+    what they make somewhere other than plain local names (program state, an object, a
+    callback, a statement's side effect); when one reads only such a value (`h = x * 1.0;
+    stash(h)`: an adversarial run), the tape must hold the source's line too."""
+    out, made = [], set(fresh)
+    for i in range(first, k):
+        it = flat[i]
+        if it.dead:
+            continue
+        stmt = it.orig
+        plain = isinstance(stmt, cst.SimpleStatementLine) and all(
+            isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Name) for t in small.targets)
+            for small in stmt.body)
+        keeps = not plain or it.kinds - {"tf", "leaf", "noop", "numpy"} or it.fx.writes - it.fx.assigns
+        if not it.inert and keeps and touches(it.fx.reads, fresh):
+            out.append(i)
+        elif not it.inert and keeps and stmt is not None and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) \
+                and touches(it.fx.reads, made):
+            out += [i, first]  # a generated line (a hoisted target) keeps nothing
+        if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):  # a def makes its values when called
+            made |= it.fx.writes if touches(it.fx.reads, made) else set()
+    return out

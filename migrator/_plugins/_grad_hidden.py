@@ -165,16 +165,35 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
             if _unknown(an, call, lists) and any(isinstance(n, cst.Name) and n.value in containers
                                                  for a in call.args for n in descendants(a.value, (cst.Lambda, cst.FunctionDef))):
                 handed = handed or (an.code(call.func), an.line(flat[i].orig))
-    if handed is None:
+    shared = sorted(n for n in containers if _module_level(an, c.node, n))  # any function may fill these by name
+    if handed is None and not shared:
         return None
     for i in range(e + 1, c.item):
         for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
             if _unknown(an, call, lists):
-                return (f"{', '.join(f'`{n}`' for n in sorted(containers))} was handed to `{handed[0]}(...)` (line "
-                        f"{handed[1]}), and `{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the "
-                        "tape, may fill it with values the tape did not record; call the gradient before that line, "
-                        "or migrate by hand")
+                how = (f"was handed to `{handed[0]}(...)` (line {handed[1]})" if handed is not None else
+                       "may be a list at module level, which any function can reach by name")  # `global ys`
+                return (f"{', '.join(f'`{n}`' for n in sorted(shared or containers))} {how}, and "
+                        f"`{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the tape, may fill it "
+                        "with values the tape did not record; call the gradient before that line, or migrate by hand")
     return None
+
+
+def _module_level(an, node, name: str) -> bool:
+    """``name`` at ``node`` is the module's global: ``node`` is at module level, or its function
+    neither binds nor receives ``name`` (an adversarial run: `def filler(v): global ys;
+    ys.append(v * 5.0)` after the tape)."""
+    fn = an.parents.get(node)
+    while fn is not None and not isinstance(fn, (cst.FunctionDef, cst.Module)):
+        fn = an.parents.get(fn)
+    if fn is None or isinstance(fn, cst.Module):
+        return True
+    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    bound = {x.value for n in descendants(fn.body) if isinstance(n, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign,
+                                                                      cst.For, cst.AsName, cst.CompFor, cst.NamedExpr))
+             for x in descendants(getattr(n, "target", None) or getattr(n, "name", None)) if isinstance(x, cst.Name)}
+    declared = {a.name.value for n in descendants(fn.body) if isinstance(n, cst.Global) for a in n.names}
+    return name in declared or name not in params | bound
 
 
 def _unknown(an, call: cst.Call, lists: set = frozenset()) -> bool:

@@ -32,6 +32,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
+from migrator._plugins._grad_fresh import stashes
 from migrator._plugins._grad_hints import (attribute_from_sources, one_origin, outside_ys_reason, set_elsewhere,
                                           where_to_open, ys_text)
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
@@ -113,7 +114,7 @@ class Prover(WatchProof, CallsProof):
             # an adversarial run) is inside the tape too
             first = min(fresh.values())
             later = [i for i in S if i >= first and not flat[i].inert]
-            hidden = [i for i in range(first, k) if not flat[i].dead and self._may_stash(i, fresh)]
+            hidden = stashes(self.flat, first, k, set(fresh))
             s = min(later + hidden) if later or hidden else s
         if not all_fresh:
             s = past_source_blocks(self, c, S, s, sources, k)
@@ -267,18 +268,6 @@ class Prover(WatchProof, CallsProof):
         if self.scope.in_loop and any(key in self.flat[i].fx.assigns for i in range(j + 1, len(self.flat))):
             return None  # rebound later in the loop body: an earlier iteration's value may flow in
         return j
-
-    def _may_stash(self, i: int, fresh: dict) -> bool:
-        """Item ``i`` reads a source and may keep what it makes somewhere other than plain local
-        names: program state, an object, a callback, an expression statement's side effect."""
-        it = self.flat[i]
-        if it.inert or not touches(it.fx.reads, set(fresh)):
-            return False
-        stmt = it.orig
-        plain = isinstance(stmt, cst.SimpleStatementLine) and all(
-            isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Name) for t in small.targets)
-            for small in stmt.body)
-        return not plain or bool(it.kinds - {"tf", "leaf", "noop", "numpy"}) or bool(it.fx.writes - it.fx.assigns)
 
     def _holds_tensor(self, name: str, k: int) -> bool:
         """``name``'s last binding before item ``k`` makes a tensor (a TF op, tensor arithmetic)."""
