@@ -18,7 +18,7 @@ import os
 import re
 from typing import Optional
 
-from migrator.project_tf import dynamic_bindings, found_twice, rebound_elsewhere, tf_binding
+from migrator.project_tf import dynamic_bindings, found_twice, rebound_elsewhere, submodule_named, tf_binding
 
 #: libraries whose star exports hold no TF module (any other library's may: keras.backend's did)
 _PLAIN_LIBRARIES = frozenset({"math", "cmath", "os", "sys", "random", "itertools", "functools", "collections",
@@ -39,7 +39,7 @@ def star_binding(project, importer: str, stmt: ast.ImportFrom, name: str, depth:
     if depth > 4 or _ambiguous(target) or rebound_elsewhere(project, target, {name}, also_with=importer):
         return None
     tree = project.tree(target)
-    if tree is None or dynamic_bindings(tree, stars=False) or _submodule_named(target, name):
+    if tree is None or dynamic_bindings(tree, stars=False) or submodule_named(target, name):
         return None
     exported = _all_names(tree)
     if exported is _UNKNOWN:
@@ -117,17 +117,6 @@ def _ambiguous(path: str) -> bool:
     if file == "__init__.py":
         return os.path.exists(base + ".py")
     return _other_forms(os.path.join(base, file[:-3])) if file.endswith(".py") else True
-
-
-def _submodule_named(path: str, name: str) -> bool:
-    """A package whose submodule is named ``name``: importing it anywhere sets ``pkg.name``."""
-    base, file = os.path.split(path)
-    if file != "__init__.py":
-        return False
-    try:
-        return any(f == name or f.startswith(name + ".") for f in os.listdir(base))
-    except OSError:
-        return True
 
 
 def starred_tf_names(project, path: str, head: str) -> Optional[set]:

@@ -35,7 +35,7 @@ def imported_tf_names(project, path: str, source: str) -> dict:
         if target is None or not node.level and found_twice(project, node.module or "", here):
             continue  # which of two `ops.py` Python loads depends on how the program was started
         for a in node.names:
-            names = tf_binding(project, target, a.name) if not _submodule(target, a.name) else None
+            names = tf_binding(project, target, a.name) if not submodule_named(target, a.name) else None
             if names and rebound_elsewhere(project, target, {a.name}, also_with=here,
                                            among=may_hold_module(project, target)):
                 continue  # `ops.__setattr__("tf", f)` in a file loaded with both: an adversarial run
@@ -209,9 +209,9 @@ def dynamic_binding(tree: ast.Module, stars: bool = True) -> Optional[ast.AST]:
     return None
 
 
-def _submodule(path: str, name: str) -> bool:
-    """``pkg/env/__init__.py`` beside ``pkg/env/tf.py``: importing that submodule anywhere sets
-    ``pkg.env.tf`` to it (an adversarial run's `import pkg.env.tf` in a loader)."""
+def submodule_named(path: str, name: str) -> bool:
+    """A package whose submodule is named ``name``: importing it anywhere sets ``pkg.name``
+    (``pkg/env/__init__.py`` beside ``pkg/env/tf.py``: an adversarial run's loader)."""
     base, file = os.path.split(path)
     if file != "__init__.py":
         return False
@@ -259,7 +259,7 @@ def why_not_tf(project, path: str, source: str, head: str) -> Optional[str]:
         inner = project.tree(target)
         if inner is None:
             return f"{where}, which cannot be read"
-        if _submodule(target, name):
+        if submodule_named(target, name):
             return f"{where}, a package whose submodule `{name}` replaces that name wherever it is imported"
         if _imports_itself(project, target, inner):
             return f"{where}, which imports itself, so code it hands its module object to may rebind it"

@@ -358,12 +358,7 @@ class _Collector(cst.CSTVisitor):
             node.orelse.visit(self)
         return False
 
-    def visit_While(self, node: cst.While) -> bool:
-        self._test(node.test)
-        node.body.visit(self)
-        if node.orelse is not None:
-            node.orelse.visit(self)
-        return False
+    visit_While = visit_If
 
     def _test(self, test: cst.BaseExpression) -> None:
         plain = plain_test(test)
@@ -431,21 +426,11 @@ class _Locals(cst.CSTVisitor):
 
     visit_Nonlocal = visit_Global
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+    def visit_AssignTarget(self, node) -> bool:  # also `x: int = ...`, `x += ...`, `for x in ...`
         self.bound |= _names_in(node.target)
         return True
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
-        self.bound |= _names_in(node.target)
-        return True
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
-        self.bound |= _names_in(node.target)
-        return True
-
-    def visit_For(self, node: cst.For) -> bool:
-        self.bound |= _names_in(node.target)
-        return True
+    visit_AnnAssign = visit_AugAssign = visit_For = visit_AssignTarget
 
     def visit_AsName(self, node: cst.AsName) -> bool:  # import/with/except ... as name
         self.bound |= _names_in(node.name)
