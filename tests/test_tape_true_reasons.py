@@ -105,10 +105,23 @@ def test_this_module_s_function_that_stores_nothing_keeps_no_argument(tmp_path, 
     assert "handed to" not in s.reason and "module level" not in s.reason, s.reason
 
 
-def test_a_module_level_list_any_function_may_fill_keeps_the_refusal(tmp_path):
-    # `discriminator_rec(...)` after the tape may `global G_sample; G_sample.append(...)`
-    s = site_of(tmp_path, GAN)
-    assert s.code == "TFG130" and "at module level, which any function can reach" in s.reason, s.reason
+@pytest.mark.parametrize("filler, refused", [
+    ("def filler(v):\n    global ys\n    ys.append(v * 5.0)\n", True),  # an adversarial run: TF1 counted v
+    ("def filler(v):\n    ys = None\n\n    def inner():\n        global ys\n        ys.append(v * 5.0)\n"
+     "    inner()\n", True),
+    ("def filler(v):\n    out = []\n    out.append(v * 5.0)\n    return out\n", False),  # fills its own list
+])
+def test_a_module_level_list_a_function_fills_by_name_keeps_the_refusal(tmp_path, filler, refused):
+    text = ("import tensorflow as tf\n\nx = tf.constant([0.5, 1.0, -2.0])\nys = [x * 2.0]\n\n\n" + filler +
+            "\n\nd = tf.sin(x)\nfiller(d)\ndx = tf.gradients(ys, x)[0]\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = write(tmp_path, "m.py", text)
+    (result,) = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK)).results
+    (s,) = result.sites
+    if refused:
+        assert s.code == "TFG130" and "at module level, which any function can reach" in s.reason, s
+    else:
+        assert s.status == MIGRATED, s
 
 
 def test_a_function_another_file_replaces_on_the_module_may_keep_its_argument(tmp_path):

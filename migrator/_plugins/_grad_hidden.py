@@ -5,6 +5,7 @@ caller build values from the sources between two lines; a graph walk (`t.consume
 (all from adversarial runs)."""
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import libcst as cst
@@ -165,7 +166,8 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
             if _unknown(an, call, lists) and any(isinstance(n, cst.Name) and n.value in containers
                                                  for a in call.args for n in descendants(a.value, (cst.Lambda, cst.FunctionDef))):
                 handed = handed or (an.code(call.func), an.line(flat[i].orig))
-    shared = sorted(n for n in containers if _module_level(an, c.node, n))  # any function may fill these by name
+    # a module-level list a function of this module fills by name (`global ys; ys.append(...)`)
+    shared = sorted(n for n in containers if _module_level(an, c.node, n) and _filled_by_name(an, n))
     if handed is None and not shared:
         return None
     for i in range(e + 1, c.item):
@@ -177,6 +179,32 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
                         f"`{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the tape, may fill it "
                         "with values the tape did not record; call the gradient before that line, or migrate by hand")
     return None
+
+
+def _filled_by_name(an, name: str) -> bool:
+    """Some function of this module changes the module's ``name`` in place (a changing method,
+    an item store, an augmented assignment), or code may reach it unseen (`globals()`, another
+    project file naming `.name`)."""
+    text = an.ctx.source
+    if any(w in text for w in ("globals(", "vars(", "__dict__", "exec(", "setattr(")):
+        return True
+    for fn in (n for n in descendants(an.module) if isinstance(n, (cst.FunctionDef, cst.Lambda))):
+        for n in descendants(fn):
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
+                    and n.func.value.value == name and n.func.attr.value not in _READING:
+                return True
+            if isinstance(n, (cst.AugAssign, cst.AssignTarget, cst.Del)) and any(
+                    isinstance(x, cst.Subscript) and isinstance(x.value, cst.Name) and x.value.value == name
+                    or isinstance(n, cst.AugAssign) and isinstance(x, cst.Name) and x.value == name
+                    for x in descendants(n.target)):
+                return True
+    hits = an.project.grep(name.encode(), rf"\.{name}\b") if getattr(an.ctx.index, "root", None) else []
+    here = os.path.abspath(an.ctx.path)
+    return hits is None or any(os.path.abspath(h) != here for h in hits)
+
+
+#: methods that read their object and never change it
+_READING = frozenset({"get", "items", "keys", "values", "copy", "index", "count", "get_shape", "as_list"})
 
 
 def _module_level(an, node, name: str) -> bool:
