@@ -182,7 +182,9 @@ def test_a_grad_ys_name_that_may_hold_a_python_list_is_refused(bind):
     assert s.status == MANUAL and s.code == "TFG128", s
 
 
-@pytest.mark.parametrize("bind", ["    gy = tf.ones_like(y) * 2.0", "    gy = 2.0 if flag else tf.ones_like(y)"])
+@pytest.mark.parametrize("bind", ["    gy = tf.ones_like(y) * 2.0", "    gy = 2.0 if flag else tf.ones_like(y)",
+                                  # the tensors of a TF call (GPflow: `dL_dm, dL_dv = tf.gradients(...)`)
+                                  "    gy, gz = tf.unstack(tf.stack([tf.ones_like(y), tf.ones_like(y)]))"])
 def test_a_grad_ys_name_bound_to_one_value_migrates(bind):
     _, (s,) = sites_of(NAMED.format(bind=bind))
     assert s.status == MIGRATED, s

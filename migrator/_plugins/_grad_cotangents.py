@@ -94,15 +94,18 @@ def _name_one(ctx: _Where, name: str, depth: int) -> bool:
     if depth > 2:
         return False
     scopes = [n for n in (ctx.fn, ctx.an.module) if n is not None]
-    if any(_bound_otherwise(scope, name) for scope in scopes):
+    if any(_bound_otherwise(ctx.an, scope, name) for scope in scopes):
         return False
     values = ctx.values_of(name)
-    return bool(values) and all(v is not None and _one(ctx, v, depth + 1) for v in values)
+    unpacked = any(isinstance(n, cst.Assign) and _unpacks_tensors(ctx.an, n) and any(
+        el.value.value == name for el in n.targets[0].target.elements) for scope in scopes for n in descendants(scope))
+    return (bool(values) or unpacked) and all(v is not None and _one(ctx, v, depth + 1) for v in values)
 
 
-def _bound_otherwise(scope: cst.CSTNode, name: str) -> bool:
-    """``name`` is bound by anything but ``name = value``: a loop, `with`, unpacking, an
-    augmented or annotated assignment, a walrus, an import, `global`, an exception, `del`."""
+def _bound_otherwise(an, scope: cst.CSTNode, name: str) -> bool:
+    """``name`` is bound by anything but ``name = value``: a loop, `with`, unpacking (but for
+    the tensors of a TF call: `dL_dm, dL_dv = tf.gradients(...)`), an augmented or annotated
+    assignment, a walrus, an import, `global`, an exception, `del`."""
     def named(t) -> bool:
         return any(isinstance(x, cst.Name) and x.value == name for x in descendants(t))
 
@@ -111,7 +114,8 @@ def _bound_otherwise(scope: cst.CSTNode, name: str) -> bool:
                 isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)) and named(n.target) or \
                 isinstance(n, cst.AsName) and named(n.name) or isinstance(n, cst.Del) and named(n.target):
             return True
-        if isinstance(n, cst.Assign) and any(not isinstance(t.target, cst.Name) and named(t.target) for t in n.targets):
+        if isinstance(n, cst.Assign) and any(not isinstance(t.target, cst.Name) and named(t.target) for t in n.targets) \
+                and not _unpacks_tensors(an, n):
             return True
         if isinstance(n, (cst.Global, cst.Nonlocal)) and any(a.name.value == name for a in n.names):
             return True
@@ -134,3 +138,10 @@ def _returns_one(ctx: _Where, call: cst.Call, depth: int) -> bool:
     inner = _Where(an, call, ctx.values_of, names=False)
     returns = [n for n in descendants(fn.body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) if isinstance(n, cst.Return)]
     return bool(returns) and all(r.value is not None and _one(inner, r.value, depth + 1) for r in returns)
+
+
+def _unpacks_tensors(an, n: cst.Assign) -> bool:
+    """``a, b = tf.gradients(...)``: names unpacked, one level, from a TF call's list of tensors."""
+    return len(n.targets) == 1 and isinstance(n.targets[0].target, (cst.Tuple, cst.List)) and all(
+        isinstance(el.value, cst.Name) for el in n.targets[0].target.elements) and \
+        isinstance(n.value, cst.Call) and an.tf_name(n.value) is not None
