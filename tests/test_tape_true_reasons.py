@@ -110,11 +110,14 @@ def test_this_module_s_function_that_stores_nothing_keeps_no_argument(tmp_path, 
     ("def filler(v):\n    ys = None\n\n    def inner():\n        global ys\n        ys.append(v * 5.0)\n"
      "    inner()\n", True),
     ("def filler(v):\n    out = []\n    out.append(v * 5.0)\n    return out\n", False),  # fills its own list
+    ("import other\n\n\ndef filler(v):\n    other.fill(v)\n", True),  # a file loaded with it imports `ys`
 ])
 def test_a_module_level_list_a_function_fills_by_name_keeps_the_refusal(tmp_path, filler, refused):
     text = ("import tensorflow as tf\n\nx = tf.constant([0.5, 1.0, -2.0])\nys = [x * 2.0]\n\n\n" + filler +
             "\n\nd = tf.sin(x)\nfiller(d)\ndx = tf.gradients(ys, x)[0]\n")
     (tmp_path / "pyproject.toml").write_text("")
+    if "import other" in filler:
+        write(tmp_path, "other.py", "def fill(v):\n    from m import ys\n    ys.append(v * 5.0)\n")
     path = write(tmp_path, "m.py", text)
     (result,) = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK)).results
     (s,) = result.sites

@@ -198,9 +198,13 @@ def _filled_by_name(an, name: str) -> bool:
                     or isinstance(n, cst.AugAssign) and isinstance(x, cst.Name) and x.value == name
                     for x in descendants(n.target)):
                 return True
-    hits = an.project.grep(name.encode(), rf"\.{name}\b") if getattr(an.ctx.index, "root", None) else []
+    if not getattr(an.ctx.index, "root", None):
+        return False
+    # another file loaded with this one that names it (`from main import ys; ys.append(t)`, `main.ys`)
+    hits = an.project.grep(name.encode(), rf"\b{name}\b")
     here = os.path.abspath(an.ctx.path)
-    return hits is None or any(os.path.abspath(h) != here for h in hits)
+    return hits is None or any(os.path.abspath(h) != here and an.project.may_run_together(here, os.path.abspath(h))
+                               for h in hits)
 
 
 #: methods that read their object and never change it
