@@ -346,3 +346,35 @@ def test_a_value_made_from_a_fresh_source_and_stashed_is_inside_the_tape():
     out, (s,) = migrate_text(src)
     assert s.status == MIGRATED, s
     assert out.index("with tf.GradientTape() as tape:") < out.index("h = x * 1.0"), out
+
+
+def test_an_in_place_operator_on_a_local_unpacked_from_a_global_is_a_store(tmp_path):
+    # `c = 0; c, d = CACHE, 1; c += [l]` fills the global list: `keep` is no function that
+    # stores nothing (the first version read `c` as a number: TF1 [6.39, 4.70, -0.08], tape [2, 2, 2])
+    text = """\
+        import tensorflow as tf
+
+        CACHE = []
+
+
+        def keep(l):
+            c = 0
+            c, d = CACHE, 1
+            c += [l]
+            return 1.0
+
+
+        def put(t):
+            CACHE[0].append(t)
+
+
+        def f(v):
+            x = tf.identity(v) * 1.0
+            ys = [x * 2.0]
+            keep(ys)
+            d = tf.sin(x)
+            put(d * 5.0)
+            return tf.gradients(ys, x)[0]
+        """
+    s = site_of(tmp_path, text, "keep.py")
+    assert s.code == "TFG130" and "handed to `keep(...)`" in s.reason, s

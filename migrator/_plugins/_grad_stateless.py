@@ -94,17 +94,7 @@ def _new_value(v: Optional[ast.AST], pure: set, fn: Optional[ast.FunctionDef] = 
     if v is None or isinstance(v, ast.Constant):
         return True
     if isinstance(v, ast.Name) and fn is not None:
-        if v.id in params_of(fn) or any(isinstance(n, (ast.For, ast.comprehension, ast.withitem, ast.AugAssign,
-                                                          ast.NamedExpr, ast.AnnAssign)) and v.id in {
-                x.id for x in ast.walk(n) if isinstance(x, ast.Name) and not isinstance(x.ctx, ast.Load)}
-                for n in ast.walk(fn)):
-            return False
-        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == v.id for t in n.targets)]
-        if any(not (isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets))
-               for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(
-                   v.id in {x.id for x in ast.walk(t) if isinstance(x, ast.Name)} for t in n.targets)):
-            return False  # bound by unpacking or beside an attribute/item target
+        values = _plain_values(fn, v.id)
         return bool(values) and all(_new_value(x, pure) for x in values)
     if isinstance(v, ast.BinOp):
         return _new_value(v.left, pure) and _new_value(v.right, pure)
@@ -118,23 +108,10 @@ def _new_value(v: Optional[ast.AST], pure: set, fn: Optional[ast.FunctionDef] = 
 
 def _bound_once(tree: ast.Module, name: str) -> bool:
     """No statement of the file binds ``name`` but its one def (`for f in fs:`, `import g as f`,
-    `with ... as f`, `global f` escape the project search for `f =`)."""
-    found = 0
-    for n in ast.walk(tree):
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
-            found += 1
-        elif isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
-            return False
-        elif isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
-            return False
-        elif isinstance(n, (ast.Import, ast.ImportFrom)) and any(
-                (a.asname or a.name.split(".")[0]) == name or a.name == "*" for a in n.names):
-            return False
-        elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and getattr(n, "name", None) == name:
-            return False
-        elif isinstance(n, ast.arg) and n.arg == name:
-            return False
-    return found == 1
+    `with ... as f`, `global f` escape the project search for `f =`), and no star import may."""
+    binders = [n for n in ast.walk(tree) if name in _binds(n)]
+    stars = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree))
+    return not stars and len(binders) == 1 and isinstance(binders[0], (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def _facts(rw, cls_name: Optional[str]) -> Optional["_FileFacts"]:
@@ -305,16 +282,27 @@ _CHANGER_NAMES = CHANGING_METHODS | {"__setitem__", "__setattr__", "put", "write
 
 def _counter(fn: ast.FunctionDef, target: ast.AST) -> bool:
     """``i += 1`` on a local every other binding of which is a number: an int, never an object
-    an in-place operator could change."""
-    if not isinstance(target, ast.Name):
-        return False
-    values = [n.value for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
-        isinstance(t, ast.Name) and t.id == target.id for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
-    others = [n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.comprehension, ast.withitem, ast.arg)) and
-              target.id in {x.id for x in ast.walk(getattr(n, "target", None) or getattr(n, "optional_vars", None) or n)
-                            if isinstance(x, ast.Name)} | ({n.arg} if isinstance(n, ast.arg) else set())]
-    return bool(values) and not others and all(
-        isinstance(v, ast.Constant) and type(v.value) in (int, float) for v in values)
+    an in-place operator could change (`c = 0; c, d = CACHE, 1; c += [l]` is not one)."""
+    values = _plain_values(fn, target.id, augmented=True) if isinstance(target, ast.Name) else None
+    return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) in (int, float) for v in values)
+
+
+def _plain_values(fn: ast.FunctionDef, name: str, augmented: bool = False) -> Optional[list]:
+    """The values of ``name = v`` in ``fn`` when nothing else binds ``name`` there (no parameter,
+    loop, `with`, unpacking, walrus, annotation, import; an augmented assignment only when
+    ``augmented``); else None."""
+    plain, values = set(), []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name) and t.id == name:
+                    plain.add(id(t))
+                    values.append(n.value)
+        elif augmented and isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name:
+            plain.add(id(n.target))
+    if any(name in _binds(n) and id(n) not in plain for n in ast.walk(fn) if n is not fn):
+        return None
+    return values
 
 
 def _binds(n: ast.AST) -> set:
