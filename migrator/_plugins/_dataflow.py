@@ -232,7 +232,7 @@ class _Collector(cst.CSTVisitor):
                 part.visit(self)
         # the body's own names (parameters, locals) are no reads of ours: a GAN script's plotting
         # function binding a local `z` made the module's `z` look read by the forward pass
-        self._scoped(node.body, _function_locals(node))
+        self._scoped(node.body, function_locals(node))
         self.depth -= 1
         return False
 
@@ -366,7 +366,6 @@ class _Collector(cst.CSTVisitor):
         test.visit(self)
         self.control -= plain
 
-
     def visit_Arg(self, node: cst.Arg) -> bool:
         value = node.value
         if isinstance(value, cst.Attribute) and value.attr.value in MUTATING_METHODS:
@@ -442,7 +441,7 @@ class _Locals(cst.CSTVisitor):
         return True
 
 
-def _function_locals(node: cst.FunctionDef) -> set:
+def function_locals(node: cst.FunctionDef) -> set:
     """The parameters and locals of a function (``global``/``nonlocal`` names are not)."""
     params = node.params
     names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}

@@ -11,6 +11,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
+from migrator._plugins._dataflow import function_locals
 from migrator._plugins._grad_stateless import stateless_function_call
 from migrator._plugins._grad_values import call_kind, calls_in
 from migrator.tfnames import DYNAMIC_BINDERS, descendants, dotted
@@ -188,16 +189,8 @@ def _filled_by_name(an, name: str) -> bool:
     text = an.ctx.source
     if any(w in text for w in ("globals(", "vars(", "__dict__", "exec(", "setattr(")):
         return True
-    for fn in (n for n in descendants(an.module) if isinstance(n, (cst.FunctionDef, cst.Lambda))):
-        for n in descendants(fn):
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
-                    and n.func.value.value == name and n.func.attr.value not in _READING:
-                return True
-            if isinstance(n, (cst.AugAssign, cst.AssignTarget, cst.Del)) and any(
-                    isinstance(x, cst.Subscript) and isinstance(x.value, cst.Name) and x.value.value == name
-                    or isinstance(n, cst.AugAssign) and isinstance(x, cst.Name) and x.value == name
-                    for x in descendants(n.target)):
-                return True
+    if name in _filled_in_functions(an):
+        return True
     if not getattr(an.ctx.index, "root", None):
         return False
     # another file loaded with this one that names it (`from main import ys; ys.append(t)`, `main.ys`)
@@ -207,25 +200,41 @@ def _filled_by_name(an, name: str) -> bool:
                                for h in hits)
 
 
-#: methods that read their object and never change it
+def _filled_in_functions(an) -> set:
+    """Names the module's functions change in place by name, found once per file: every node
+    under an outermost def or lambda is read once (nested ones are inside it)."""
+    if "_filled_in_functions" not in an.__dict__:
+        out: set = set()
+        outermost = (n for n in descendants(an.module, (cst.FunctionDef, cst.Lambda))
+                     if isinstance(n, (cst.FunctionDef, cst.Lambda)))
+        for n in (n for fn in outermost for n in descendants(fn)):
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
+                    and n.func.attr.value not in _READING:
+                out.add(n.func.value.value)
+            elif isinstance(n, (cst.AugAssign, cst.AssignTarget, cst.Del)):
+                out |= {x.value.value for x in descendants(n.target) if isinstance(x, cst.Subscript)
+                        and isinstance(x.value, cst.Name)}
+                out |= {x.value for x in descendants(n.target) if isinstance(n, cst.AugAssign) and isinstance(x, cst.Name)}
+        an.__dict__["_filled_in_functions"] = out
+    return an.__dict__["_filled_in_functions"]
+
+
+#: methods that read their object and never change it (narrower than `_aliases._READING_METHODS`,
+#: whose string methods a project class could define to fill itself)
 _READING = frozenset({"get", "items", "keys", "values", "copy", "index", "count", "get_shape", "as_list"})
 
 
 def _module_level(an, node, name: str) -> bool:
     """``name`` at ``node`` is the module's global: ``node`` is at module level, or its function
-    neither binds nor receives ``name`` (an adversarial run: `def filler(v): global ys;
+    does not make ``name`` its own (an adversarial run: `def filler(v): global ys;
     ys.append(v * 5.0)` after the tape)."""
     fn = an.parents.get(node)
     while fn is not None and not isinstance(fn, (cst.FunctionDef, cst.Module)):
         fn = an.parents.get(fn)
     if fn is None or isinstance(fn, cst.Module):
         return True
-    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
-    bound = {x.value for n in descendants(fn.body) if isinstance(n, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign,
-                                                                      cst.For, cst.AsName, cst.CompFor, cst.NamedExpr))
-             for x in descendants(getattr(n, "target", None) or getattr(n, "name", None)) if isinstance(x, cst.Name)}
     declared = {a.name.value for n in descendants(fn.body) if isinstance(n, cst.Global) for a in n.names}
-    return name in declared or name not in params | bound
+    return name in declared or name not in function_locals(fn)
 
 
 def _unknown(an, call: cst.Call, lists: set = frozenset()) -> bool:
