@@ -229,3 +229,10 @@ def test_a_target_is_not_hoisted_over_code_that_may_run(first):
 def test_a_target_is_hoisted_over_builtins_that_run_nothing(first):
     _, (s,) = sites_of(ORDER.format(first=first))
     assert s.status == MIGRATED, s
+
+
+def test_a_grad_ys_name_unpacked_from_a_nested_tf_result_is_refused():
+    # `tf.while_loop` hands back its loop variables as written: `gy` here is a Python list
+    bind = "    gy, n = tf.while_loop(lambda a, k: k < 1, lambda a, k: (a, k + 1), [[1.0, 2.0, 3.0], 0])"
+    _, (s,) = sites_of(NAMED.format(bind=bind))
+    assert s.status == MANUAL and s.code == "TFG128", s

@@ -140,8 +140,15 @@ def _returns_one(ctx: _Where, call: cst.Call, depth: int) -> bool:
     return bool(returns) and all(r.value is not None and _one(inner, r.value, depth + 1) for r in returns)
 
 
+#: TF functions whose result is a flat list of tensors (`tf.while_loop`, `tf.nest.*`, `py_func`
+#: may hand back nested lists: an item unpacked from those may be a Python list)
+_FLAT = frozenset({"gradients", "hessians", "unstack", "split", "meshgrid", "shape_n", "identity_n", "unique",
+                   "unique_with_counts", "top_k", "moments", "dynamic_partition"})
+
+
 def _unpacks_tensors(an, n: cst.Assign) -> bool:
-    """``a, b = tf.gradients(...)``: names unpacked, one level, from a TF call's list of tensors."""
+    """``a, b = tf.gradients(...)``: names unpacked, one level, from a TF call's flat list of tensors."""
+    name = an.tf_name(n.value) if isinstance(n.value, cst.Call) else None
     return len(n.targets) == 1 and isinstance(n.targets[0].target, (cst.Tuple, cst.List)) and all(
         isinstance(el.value, cst.Name) for el in n.targets[0].target.elements) and \
-        isinstance(n.value, cst.Call) and an.tf_name(n.value) is not None
+        name is not None and name.rsplit(".", 1)[-1] in _FLAT
