@@ -80,6 +80,7 @@ class _ScopeNames:
         self._module = module
         self._text = text  # the file's text (no rewrite adds a walrus or a `match`)
         self._walrus: Optional[set] = None
+        self._star: Optional[bool] = None
 
     def imported(self) -> dict:
         """TF re-exported by project modules this file imports from (asked on first use)."""
@@ -98,13 +99,23 @@ class _ScopeNames:
             names = self._expand(scope.get_qualified_names_for(node))
             if not names and self._starred is not None:
                 names = self._from_star(node)
-            elif self._starred is not None and any(q.name.startswith("builtins.") for q in names):
+            elif any(q.name.startswith("builtins.") for q in names) and self.star_imported():
                 names = set(names) | {STARRED}
             head = (dotted(node) or "").split(".")[0]
             if names and head and head in self.walrus_targets():
                 names = set(names) | {MIXED}  # `[(tf := f) for _ in x]`, `case tf:` bind the module's `tf` too
             self._names[node] = names
         return names
+
+    def star_imported(self) -> bool:
+        """The module has a star import (a wrapper made without the file's text is scanned once)."""
+        if self._star is None:
+            if self._starred is not None or self._text is not None or self._module is None:
+                self._star = self._starred is not None
+            else:
+                self._star = any(isinstance(n, cst.ImportStar) for st in self._module.body
+                                 if not isinstance(st, (cst.FunctionDef, cst.ClassDef)) for n in descendants(st))
+        return self._star
 
     def walrus_targets(self) -> set:
         """Names a walrus or a `match` capture binds anywhere: libcst puts a walrus inside a

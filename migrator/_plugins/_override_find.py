@@ -13,8 +13,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from migrator._plugins._override_model import Block, Registration, Scope, assigned_counts
-from migrator.tfnames import (TF_MODULES, LazyQualifiedNameProvider, QualifiedNames, descendants, dotted, normalize,
-                              tf_name)
+from migrator.tfnames import TF_MODULES, LazyQualifiedNameProvider, QualifiedNames, dotted, normalize, tf_name
 
 _COMPOUND = (cst.If, cst.For, cst.While, cst.Try, cst.With, cst.Match) if hasattr(cst, "Match") else (
     cst.If, cst.For, cst.While, cst.Try, cst.With)
@@ -27,7 +26,6 @@ class Collector(cst.CSTVisitor):
         self.qnames = qnames
         self.positions = positions
         self.module_scope: Optional[Scope] = None
-        self.star_imports = False  # a star import anywhere at module level (set by visit_Module)
         self.scopes: list[Scope] = []
         self.stmts: list[cst.CSTNode] = []
         self.compound: list[list[cst.CSTNode]] = []  # per scope: open compound statements
@@ -57,8 +55,8 @@ class Collector(cst.CSTVisitor):
         name (a project's ``from mathutils import *`` brought a `round` making tf.round: an
         adversarial run, whose override was removed as dead)."""
         func = node.func if isinstance(node, cst.Call) else node
-        if not isinstance(func, cst.Name) or not hasattr(builtins, func.value) or self.star_imports:
-            return None
+        if not isinstance(func, cst.Name) or not hasattr(builtins, func.value):
+            return None  # under a star import the names hold `tfnames.STARRED` too
         return func.value if self.qualified(func) == {f"builtins.{func.value}"} else None
 
     @property
@@ -67,8 +65,6 @@ class Collector(cst.CSTVisitor):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module_scope = Scope(node, None, bound=_top_level_bound(node))
-        self.star_imports = any(isinstance(n, cst.ImportStar) for st in node.body
-                                if not isinstance(st, (cst.FunctionDef, cst.ClassDef)) for n in descendants(st))
         # imports a module-level wrapper may use: unconditional, before the first def, class or
         # statement that is not an import (an adversarial run: an import at the bottom, or under
         # an `if`, left `@tf.custom_gradient` undefined)
