@@ -185,8 +185,9 @@ def attribute_from_sources(an, func: Optional[cst.FunctionDef], name: str, keys:
     if not seeds:
         return None
     for method, _line in setters:
-        tainted, assigns = set(seeds), [n for n in descendants(methods[method].body) if isinstance(n, cst.Assign)] \
-            if method in methods else []
+        body = methods[method].body if method in methods else None
+        tainted = set(seeds)
+        assigns = [n for n in descendants(body) if isinstance(n, cst.Assign)] if body is not None else []
         for _ in range(len(assigns)):  # to a fixed point: the walk's order need not be the source's
             more = {d for n in assigns if any(_reads(r, tainted) for r in descendants(n.value))
                     for t in n.targets for d in _target_names(t.target)} - tainted
