@@ -799,3 +799,46 @@ def test_blocks_that_run_code_or_make_ops_the_source_does_not_show_stay_manual(n
     out, sites = migrate_text(src, path="m.py")
     assert out == src, name
     assert any(s.status == MANUAL for s in sites)
+
+
+def test_where_makes_select_only_when_x_and_y_cannot_be_none():
+    # `tf.where(c)` makes Where and `tf.where(c, x, y)` Select; a parameter may be None, a tensor may not
+    refused("""
+        import tensorflow as tf
+
+        def f(c, x, y):
+            with tf.get_default_graph().gradient_override_map({"Select": "Identity"}):
+                return tf.where(c, x, y)
+        """, "TFG111")
+    out, sites = migrate("""
+        import tensorflow as tf
+
+        @tf.RegisterGradient("Halve")
+        def _halve(op, grad):
+            return [None, grad / 2.0, grad / 2.0]
+
+        def f(c, x):
+            with tf.get_default_graph().gradient_override_map({"Select": "Halve"}):
+                return tf.where(c, tf.tanh(x), tf.zeros_like(x))
+        """)
+    assert {s.status for s in sites} == {MIGRATED} and "compat.v1.where(condition, x, y)" in out
+    out, sites = migrate("""
+        import tensorflow as tf
+
+        def f(x):
+            with tf.get_default_graph().gradient_override_map({"Select": "Identity"}):
+                return tf.where(x > 0.0)
+        """)
+    (site,) = sites
+    assert site.code == "TFG007" and "gradient_override_map" not in out
+
+
+def test_function_possible_reads_none_defaults():
+    info = function_info("tensorflow.where")
+    both = Inputs()
+    assert function_possible("tensorflow.where", info, both, set(), False).lists == {("Where",)}
+    given = function_possible("tensorflow.where", info, both, {"condition", "x", "y"}, False)
+    assert given.lists == {("Select",), ("Where",)}
+    shown = function_possible("tensorflow.where", info, both, {"condition", "x", "y"}, False,
+                              not_none=frozenset({"x", "y"}))
+    assert shown.lists == {("Select",)}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from migrator._plugins._override_model import Refuse, code
-from migrator._plugins._override_tfvalues import PYTHON
+from migrator._plugins._override_tfvalues import PYTHON, TENSOR
 
 
 #: arguments that change which ops a call makes beyond what the op table traced: (function, argument,
@@ -99,3 +99,11 @@ def no_packed_list(expr, value, scope) -> None:
     if isinstance(shown, (cst.List, cst.Tuple)) and value.kind != PYTHON:
         raise Refuse("TFG108", f"`{code(expr)}` is a Python list holding tensors, packed into one tensor by a "
                                "Pack op first; wrap tf.stack of it by hand")
+
+
+def surely_not_none(expr: cst.BaseExpression, value) -> bool:
+    """An argument that cannot be None: a tensor, or a literal other than ``None``
+    (`tf.where(c, x, y)` makes Where instead of Select only when ``x`` and ``y`` are None)."""
+    if value.kind == TENSOR:
+        return True
+    return isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.List, cst.Tuple))

@@ -175,15 +175,25 @@ def assumption_text(possible: Possible, labels: list[str]) -> str:
 
 
 def function_possible(name: str, info: dict, inputs: Inputs, given: set[str], has_lists: bool,
-                      cast_target: Optional[str] = None) -> Possible:
-    """:func:`possible_ops` for a public TF function (``given``: parameters the call passes)."""
+                      cast_target: Optional[str] = None, not_none: frozenset = frozenset()) -> Possible:
+    """:func:`possible_ops` for a public TF function (``given``: parameters the call passes;
+    ``not_none``: those given a value that is surely not None)."""
     var = optable.function_variants(name)
     primary = tuple(op["type"] for op in info["ops"])
     extra = [tuple(info["static_shape_ops"])] if info.get("static_shape_ops") else []
+    defaults = optable.param_defaults(name) or {}
     for key, ops in info.get("arg_variants", {}).items():
         if key == "dtype=input dtype":
             continue  # a cast to the input's own dtype: decided from the dtypes below
-        names = {part.split("=")[0].strip() for part in key.split(",")}
+        pairs = [part.split("=", 1) for part in key.split(",")]
+        names = {p.strip() for p, _ in pairs}
+        if all(v.strip() == "None" for _, v in pairs):
+            # traced with these parameters None (`tf.where(c)` makes Where, `tf.where(c, x, y)` Select)
+            if names & not_none:
+                continue
+            if not names & given and all(p in defaults and defaults[p] is None for p in names):
+                primary = tuple(op["type"] for op in ops)  # left out, so None: only this variant
+                continue
         if names & given:
             extra.append(tuple(op["type"] for op in ops))
     if "dtype=input dtype" in info.get("arg_variants", {}):

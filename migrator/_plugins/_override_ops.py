@@ -14,7 +14,7 @@ from typing import Optional
 import libcst as cst
 
 from migrator import optable
-from migrator._plugins._override_args import no_packed_list, op_changing_args, sole_plain_def
+from migrator._plugins._override_args import no_packed_list, op_changing_args, sole_plain_def, surely_not_none
 from migrator._plugins._override_composite import expansion_hint
 from migrator._plugins._override_flow import value_at
 from migrator._plugins._override_model import Block, Candidate, Evidence, Refuse, Scope, code, is_literal
@@ -246,8 +246,11 @@ class OpScanner:
             cast_target = dtype_name(code(bound["dtype"][1]))
         label = f"`{code(call.func)}`"
 
+        not_none = frozenset(p for p, (_, e) in bound.items() if surely_not_none(e, self.values.of(e, scope)))
+
         def possible_for(values):
-            return function_possible(name, info, Inputs.of(values, labels, lengths), set(bound), has_lists, cast_target)
+            return function_possible(name, info, Inputs.of(values, labels, lengths), set(bound), has_lists,
+                                     cast_target, not_none)
         direct = bool(info.get("direct"))
         if vals and all(v.kind == PYTHON for v in vals):
             self._closed_world(vals, None, possible_for, emap, direct, label, scope)

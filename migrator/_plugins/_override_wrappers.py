@@ -350,6 +350,9 @@ def _tf2_spelling(p, forward: cst.Call, original_func) -> cst.Call:
     is respelled (``tf.floordiv`` -> ``tf.math.floordiv``, found by an adversarial run)."""
     st = p.body.status(original_func)
     root = dotted(original_func).split(".")[0] if dotted(original_func) else None
+    if st is not None and st[:2] == ("tensorflow.where", "differs") and root is not None:
+        # the Select of `tf.where(c, x, y)` picks rows where `c` has lower rank; TF2's broadcasts
+        return forward.with_changes(func=cst.parse_expression(f"{root}.compat.v1.where"))
     if st is None or st[1] != "renamed" or st[2] is None or root is None:
         return forward
     return forward.with_changes(func=cst.parse_expression(f"{root}.{st[2][len('tensorflow.'):]}"))
