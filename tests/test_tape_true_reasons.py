@@ -378,3 +378,27 @@ def test_an_in_place_operator_on_a_local_unpacked_from_a_global_is_a_store(tmp_p
         """
     s = site_of(tmp_path, text, "keep.py")
     assert s.code == "TFG130" and "handed to `keep(...)`" in s.reason, s
+
+
+def test_the_line_that_runs_code_on_self_is_the_call_not_its_with(tmp_path):
+    # SeqGAN: `with tf.variable_scope(...):` around the method call; the reason named the `with`
+    # line, which calls nothing on `self`
+    s = site_of(tmp_path, """\
+        import tensorflow as tf
+
+
+        class Generator(object):
+            def __init__(self, batch_size):
+                self.batch_size = batch_size
+                self.params = []
+                with tf.variable_scope("generator"):
+                    self.emb = tf.Variable(tf.zeros([3]))
+                    self.register(self.emb)
+                self.x = tf.placeholder(tf.float32, [self.batch_size, 3])
+                self.loss = tf.reduce_sum(self.x * self.emb)
+                self.grad = tf.gradients(self.loss, self.params)
+
+            def register(self, v):
+                self.params.append(v)
+        """, "gen.py")
+    assert s.code == "TFG130" and "line 10 runs code on `self`" in s.reason, s.reason

@@ -212,3 +212,13 @@ def _target_names(target: cst.BaseExpression) -> set:
         return {d for el in target.elements for d in _target_names(el.value)}
     d = dotted(target)
     return {d} if d is not None else set()
+
+
+def mutating_line(an, node, whole: str, default: int) -> int:
+    """The line, inside a compound statement, that runs code on ``whole``: the ``with`` line
+    above ``self.g_unit = self.create_unit(...)`` says nothing about which call it was (SeqGAN)."""
+    if not isinstance(node, cst.BaseCompoundStatement):
+        return default
+    lines = [an.line(n) for n in descendants(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+             if isinstance(n, cst.SimpleStatementLine) and whole in an.item(n).fx.mutates]
+    return min(lines, default=default)

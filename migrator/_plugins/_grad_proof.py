@@ -33,8 +33,8 @@ import libcst as cst
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_fresh import stashes
-from migrator._plugins._grad_hints import (attribute_from_sources, one_origin, outside_ys_reason, set_elsewhere,
-                                          where_to_open, ys_text)
+from migrator._plugins._grad_hints import (attribute_from_sources, mutating_line, one_origin, outside_ys_reason,
+                                          set_elsewhere, where_to_open, ys_text)
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
 from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
@@ -342,7 +342,8 @@ class Prover(WatchProof, CallsProof):
         whole = next((m for i in range(s, at) for m in sorted(self.flat[i].fx.mutates)
                       if r.startswith(m + ".") and touches({m}, {r})), None)
         if whole is not None:  # `self.build(x)`, then `self.out`: the call may as well set it afresh
-            line = next(self.line(i) for i in range(s, at) if whole in self.flat[i].fx.mutates)
+            line = next(mutating_line(self.an, self.flat[i].orig, whole, self.line(i))
+                        for i in range(s, at) if whole in self.flat[i].fx.mutates)
             raise Refuse("TFG130", f"line {line} runs code on `{whole}` that may set or fill `{r}`: the migrator "
                                    f"cannot tell whether `{r}` then holds a tensor made inside the tape or one from "
                                    "before it, which the tape did not record; have that code return the value (and "
