@@ -402,3 +402,32 @@ def test_the_line_that_runs_code_on_self_is_the_call_not_its_with(tmp_path):
                 self.params.append(v)
         """, "gen.py")
     assert s.code == "TFG130" and "line 10 runs code on `self`" in s.reason, s.reason
+
+
+@pytest.mark.parametrize("filler, named", [
+    ("_push(d)", "and `_push(...)` at line 11, after the tape"),
+    ("pass", "was handed to `REG.append(...)` at line 9, after the tape, which may fill it"),
+])
+def test_the_call_that_may_fill_a_handed_list_is_named_once(tmp_path, filler, named):
+    # `REG.append(ys)` then `_push(d)`: the reason named `REG.append` as both the call the list
+    # was handed to and the one that may fill it (an adversarial program)
+    s = site_of(tmp_path, f"""\
+        import tensorflow as tf
+
+        REG = []
+
+
+        def h():
+            x = tf.constant([0.5, 1.0, -2.0])
+            ys = [x * 2.0]
+            REG.append(ys)
+            d = tf.sin(x)
+            {filler}
+            return tf.gradients(ys, x)[0]
+
+
+        def _push(v):
+            REG[-1].append(v * 5.0)
+        """, "reg.py")
+    assert s.code == "TFG130" and named in s.reason, s.reason
+    assert s.reason.count("REG.append") == 1

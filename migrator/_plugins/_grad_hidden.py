@@ -166,20 +166,24 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
         for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
             if _unknown(an, call, lists) and any(isinstance(n, cst.Name) and n.value in containers
                                                  for a in call.args for n in descendants(a.value, (cst.Lambda, cst.FunctionDef))):
-                handed = handed or (an.code(call.func), an.line(flat[i].orig))
+                handed = handed or (an.code(call.func), an.line(flat[i].orig), i)
     # a module-level list a function of this module fills by name (`global ys; ys.append(...)`)
     shared = sorted(n for n in containers if _module_level(an, c.node, n) and _filled_by_name(an, n))
     if handed is None and not shared:
         return None
-    for i in range(e + 1, c.item):
-        for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
-            if _unknown(an, call, lists):
-                how = (f"was handed to `{handed[0]}(...)` (line {handed[1]})" if handed is not None else
-                       "may be a list at module level, which any function can reach by name")  # `global ys`
-                return (f"{', '.join(f'`{n}`' for n in sorted(shared or containers))} {how}, and "
-                        f"`{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the tape, may fill it "
-                        "with values the tape did not record; call the gradient before that line, or migrate by hand")
-    return None
+    later = [(i, call) for i in range(e + 1, c.item) if flat[i].orig is not None
+             for call in calls_in(flat[i].orig) if _unknown(an, call, lists)]
+    if not later:
+        return None
+    # name a call after the one it was handed to, if there is one: `REG.append(ys)`, then `fill(d)`
+    i, call = next(((i, call) for i, call in later if handed is None or i != handed[2]), later[0])
+    who = ", ".join(f"`{n}`" for n in sorted(shared or containers))
+    tail = "with values the tape did not record; call the gradient before that line, or migrate by hand"
+    if handed is not None and i == handed[2]:
+        return f"{who} was handed to `{handed[0]}(...)` at line {handed[1]}, after the tape, which may fill it {tail}"
+    how = (f"was handed to `{handed[0]}(...)` (line {handed[1]})" if handed is not None else
+           "may be a list at module level, which any function can reach by name")  # `global ys`
+    return f"{who} {how}, and `{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the tape, may fill it {tail}"
 
 
 def _filled_by_name(an, name: str) -> bool:
