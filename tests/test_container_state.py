@@ -622,3 +622,53 @@ def test_a_target_bound_again_after_its_binding_in_the_tape_is_still_refused(ext
     out, sites = migrate_text(src)
     (site,) = sites
     assert out == src and site.status == MANUAL, site
+
+
+_HELD = """\
+import tensorflow as tf
+
+KEEP = []
+HOLD = {{}}
+
+
+def stash(v):
+    KEEP.append(v)
+
+
+def keep(l):
+    HOLD["l"] = l
+
+
+def put(v):
+    HOLD["l"].append(v)
+
+
+def f():
+    x = tf.constant([0.1, 0.7, -0.5])
+{bind}
+    ys.append(tf.sin(x))
+{fill}
+{use}
+"""
+
+
+@pytest.mark.parametrize("bind, fill", [
+    ("    ys = KEEP", "    stash(tf.cos(x) * 5.0)"),
+    ("    ys, n = KEEP, 0", "    stash(tf.cos(x) * 5.0)"),
+    ("    [ys] = [KEEP]", "    stash(tf.cos(x) * 5.0)"),
+    ("    for ys in [KEEP]:\n        pass", "    stash(tf.cos(x) * 5.0)"),
+    ("    ys = KEEP[:] if False else KEEP", "    stash(tf.cos(x) * 5.0)"),
+    ("    ys, n = [], 0\n    keep(ys)", "    d = tf.cos(x) * 5.0\n    put(d)"),
+])
+@pytest.mark.parametrize("use", [
+    "    return tf.gradients(ys, x)[0]",
+    "    out = []\n    for y in ys:\n        out.append(tf.gradients(y, x)[0])\n    return out",
+])
+def test_a_target_list_other_code_holds_and_fills_after_the_tape_keeps_the_call(bind, fill, use):
+    # `ys = KEEP`, then `stash(t)` appends to KEEP after the tape: TF1 differentiated `t` too, the
+    # tape never saw it (an adversarial run: TF1 [0.99, 0.76, 0.88] + [-0.50, -3.22, 2.40], TF2 a None)
+    src, out, sites = _sites(_HELD.format(bind=bind, fill=fill, use=use))
+    assert out == src
+    (site,) = sites
+    assert site.status == MANUAL and site.code == "TFG130", site.reason
+    assert "after the tape, may fill it" in site.reason

@@ -167,9 +167,10 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
             if _unknown(an, call, lists) and any(isinstance(n, cst.Name) and n.value in containers
                                                  for a in call.args for n in descendants(a.value, (cst.Lambda, cst.FunctionDef))):
                 handed = handed or (an.code(call.func), an.line(flat[i].orig), i)
+    held = _held_elsewhere(an, flat, c.item, containers)
     # a module-level list a function of this module fills by name (`global ys; ys.append(...)`)
     shared = sorted(n for n in containers if _module_level(an, c.node, n) and _filled_by_name(an, n))
-    if handed is None and not shared:
+    if handed is None and not shared and held is None:
         return None
     later = [(i, call) for i in range(e + 1, c.item) if flat[i].orig is not None
              for call in calls_in(flat[i].orig) if _unknown(an, call, lists)]
@@ -182,8 +183,46 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
     if handed is not None and i == handed[2]:
         return f"{who} was handed to `{handed[0]}(...)` at line {handed[1]}, after the tape, which may fill it {tail}"
     how = (f"was handed to `{handed[0]}(...)` (line {handed[1]})" if handed is not None else
-           "may be a list at module level, which any function can reach by name")  # `global ys`
+           "may be a list at module level, which any function can reach by name" if shared else  # `global ys`
+           f"is bound to `{held[1]}` (line {held[2]}), which other code may hold and fill" if held[1] else
+           f"is bound at line {held[2]} by a statement the migrator does not follow, so it may hold a list "
+           "other code fills")
+    who = f"`{held[0]}`" if handed is None and not shared else who
     return f"{who} {how}, and `{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the tape, may fill it {tail}"
+
+
+def _held_elsewhere(an, flat: list, upto: int, containers: set) -> Optional[tuple]:
+    """(name, value or None, line) of a container bound to an object other code may hold too:
+    `ys = KEEP` (a module-level list a function fills by name), `ys = self.losses`, or a binding
+    the migrator does not follow (`ys, n = KEEP, 0`, `for ys in [KEEP]:`, `[ys] = [KEEP]`; an
+    adversarial run: each, then `stash(t)` appended to KEEP after the tape)."""
+    for i in range(upto):
+        it = flat[i]
+        if it.orig is None or it.dead:
+            continue
+        for name in sorted(containers & it.fx.assigns):
+            value = _assigned(it.orig, name)
+            if value is None:
+                return name, None, an.line(it.orig)
+            if not _made_here(an, value):
+                return name, an.code(value), an.line(it.orig)
+    return None
+
+
+def _assigned(stmt: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:
+    """The value of ``name = value`` (or ``a = name = value``) when that is the whole statement."""
+    body = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
+    if len(body) == 1 and isinstance(body[0], cst.Assign) and all(
+            isinstance(t.target, cst.Name) for t in body[0].targets):
+        return body[0].value
+    return None
+
+
+def _made_here(an, value: cst.BaseExpression) -> bool:
+    """A value no other code holds yet: a display, arithmetic, or a TF op's result."""
+    return isinstance(value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
+                              cst.BinaryOperation, cst.UnaryOperation)) or \
+        isinstance(value, cst.Call) and an.tf_name(value) is not None
 
 
 def _filled_by_name(an, name: str) -> bool:
@@ -284,14 +323,12 @@ def _local_lists(an, node) -> set:
 
 def _holds_list(an, flat: list, upto: int, name: str) -> bool:
     """``name`` may hold a container that can be filled: some binding of it before the call is
-    not a TF op's result or arithmetic (a display, `list(...)`, a call of the program's)."""
-    for i in range(upto):
-        orig = flat[i].orig
-        for small in getattr(orig, "body", ()) if isinstance(orig, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
-                                                     for t in small.targets):
-                value = small.value
-                if not (isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) or
-                        isinstance(value, cst.Call) and an.tf_name(value) is not None):
-                    return True
+    not a TF op's result or arithmetic (a display, `list(...)`, a call of the program's), or is
+    one the migrator does not follow (an unpacking, a loop target: an adversarial run)."""
+    for it in flat[:upto]:
+        if it.orig is not None and not it.dead and name in it.fx.assigns:
+            value = _assigned(it.orig, name)
+            if value is None or not (isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) or
+                                     isinstance(value, cst.Call) and an.tf_name(value) is not None):
+                return True
     return False
