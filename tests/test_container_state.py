@@ -662,6 +662,7 @@ def f():
 ])
 @pytest.mark.parametrize("use", [
     "    return tf.gradients(ys, x)[0]",
+    "    return [tf.gradients(y, x)[0] for y in ys]",
     "    out = []\n    for y in ys:\n        out.append(tf.gradients(y, x)[0])\n    return out",
 ])
 def test_a_target_list_other_code_holds_and_fills_after_the_tape_keeps_the_call(bind, fill, use):

@@ -366,10 +366,13 @@ def check_context(c: Call, parents, find: Find, an=None) -> None:
                 raise Refuse("TFG121", "the call is inside a function passed to tf.while_loop/tf.cond, which runs in "
                                        "graph-only control flow; keep it in graph mode (tf.function) or use a tape")
             per = per_index.comprehension(cur, child, an) if an is not None else None
-            if per is None or not per_index.call_ok(c, per, an, parents):
+            if per is not None and per_index.call_ok(c, per, an, parents):
+                c.per_index, c.persistent = per, True
+            elif an is not None and (each := per_index.element(c, cur, child, an, parents)):
+                c.lifted, c.persistent = each, True  # `[tf.gradients(y, x)[0] for y in ys]`
+            else:
                 raise Refuse("TFG128", "the call is inside a lambda or comprehension; bind its result "
                                        "to a name in a statement first")
-            c.per_index, c.persistent = per, True
             child, cur = cur, parents.get(cur)
             continue
         if isinstance(cur, cst.While) and child is cur.test:

@@ -28,8 +28,8 @@ _COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try)
 def home(c: Call, parents, an=None) -> tuple[cst.CSTNode, cst.BaseSuite]:
     """(statement, block): the top-level statement of the tape's block that holds the call."""
     stmt, block = _stmt_block(c.node, parents)
-    if c.refused is not None or c.kind == "hess":
-        return stmt, block
+    if c.refused is not None or c.kind == "hess" or (c.lifted or {}).get("element"):
+        return stmt, block  # one gradient per element of a list: the tape goes where the list is made
     ys = chain_items(c.ys) if not isinstance(c.ys, cst.Tuple) else None
     xs = chain_items(c.xs)
     if xs is None:

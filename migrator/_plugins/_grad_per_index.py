@@ -68,6 +68,34 @@ def loop(owner: cst.CSTNode, stmt: cst.CSTNode, an) -> Optional[dict]:
     return _header(owner.target, owner.iter, owner, an)
 
 
+def element(c, comp: cst.CSTNode, child: cst.CSTNode, an, parents) -> Optional[dict]:
+    """``[tf.gradients(y, x)[0] for y in ys]``: one gradient per element of a list of targets held
+    by a name, as ``for y in ys:`` is (``_grad_home``).  The list display evaluates ``ys`` once,
+    first, and takes every gradient; the tape goes around where ``ys`` is made (persistent), and
+    the element calls ``tape.gradient(y, x)``.  The element calls nothing but TF (no code that
+    could change ``ys`` or the sources between iterations), the sources and keywords do not read
+    the element, and it is not in a class body or a ``try``, as for the per-index form."""
+    if not isinstance(comp, cst.ListComp) or child is not comp.elt or c.kind != "grad":
+        return None
+    head = comp.for_in
+    if head.inner_for_in is not None or head.ifs or head.asynchronous is not None:
+        return None
+    if not isinstance(head.target, cst.Name) or not isinstance(head.iter, cst.Name):
+        return None
+    var = head.target.value
+    if not isinstance(c.ys, cst.Name) or c.ys.value != var or head.iter.value == var:
+        return None
+    if _reads(c.xs, var) or any(_reads(v, var) for v in c.kwargs.values()) or not _only_tf_calls(comp.elt, an):
+        return None
+    cur = parents.get(comp)
+    while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.Module)):
+        if isinstance(cur, (cst.ClassDef, cst.Try, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp,
+                            cst.GeneratorExp)):
+            return None
+        cur = parents.get(cur)
+    return {"loop": True, "ys_keys": {head.iter.value}, "over": comp, "element": True}
+
+
 def _only_tf_calls(node: cst.CSTNode, an, allow: tuple = ()) -> bool:
     todo = [node]
     while todo:
