@@ -11,8 +11,8 @@ from typing import Optional
 import libcst as cst
 
 from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
-from migrator._plugins._dataflow import function_locals
-from migrator._plugins._grad_stateless import stateless_function_call
+from migrator._plugins._dataflow import effects, function_locals
+from migrator._plugins._grad_stateless import stateless_function_call, stateless_self_call
 from migrator._plugins._grad_values import call_kind, calls_in
 from migrator.tfnames import DYNAMIC_BINDERS, descendants, dotted
 
@@ -148,7 +148,8 @@ def collection_read(an, node: cst.CSTNode) -> Optional[cst.Call]:
 
 
 #: builtins that keep no reference to what they are given
-_KEEPS_NOTHING = frozenset({"print", "len", "range", "float", "int", "bool", "str", "isinstance", "repr", "abs"})
+_KEEPS_NOTHING = frozenset({"print", "len", "range", "float", "int", "bool", "str", "isinstance", "repr", "abs",
+                            "enumerate", "zip", "reversed"})
 
 
 def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
@@ -192,30 +193,101 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
 
 
 def _held_elsewhere(an, flat: list, upto: int, containers: set) -> Optional[tuple]:
-    """(name, value or None, line) of a container bound to an object other code may hold too:
-    `ys = KEEP` (a module-level list a function fills by name), `ys = self.losses`, or a binding
-    the migrator does not follow (`ys, n = KEEP, 0`, `for ys in [KEEP]:`, `[ys] = [KEEP]`; an
-    adversarial run: each, then `stash(t)` appended to KEEP after the tape)."""
+    """(name, value or None, line) of a container bound to an object something else holds too:
+    `ys = KEEP` (a module-level list a function fills by name), `ys = self.losses`, `ys =
+    lists[0]`, `ys, n = KEEP, 0`, a loop or `with` target (an adversarial run: each, then
+    `stash(t)` appended to KEEP after the tape).  A call's result is taken as the call's own,
+    as it always was (`A, u, p = self.net(x)`)."""
     for i in range(upto):
         it = flat[i]
         if it.orig is None or it.dead:
             continue
         for name in sorted(containers & it.fx.assigns):
-            value = _assigned(it.orig, name)
-            if value is None:
-                return name, None, an.line(it.orig)
-            if not _made_here(an, value):
-                return name, an.code(value), an.line(it.orig)
+            for line, value in _bindings(an, it.orig, name):
+                if value is _UNFOLLOWED:
+                    return name, None, line
+                if value is not None and value is not _ARITH and _existing(an, value):
+                    return name, an.code(value), line
     return None
 
 
-def _assigned(stmt: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:
-    """The value of ``name = value`` (or ``a = name = value``) when that is the whole statement."""
+_UNFOLLOWED = cst.Name("_")  # a binding by a loop, `with`, `except`, walrus, import, ...
+_ARITH = cst.Name("_")  # an augmented assignment: arithmetic on the name's own value
+
+
+def _bindings(an, stmt: cst.CSTNode, name: str):
+    """(line, value) for each binding of ``name`` in ``stmt``: what :func:`_assigned` gives for
+    each simple line (inside a compound statement's body too), ``_UNFOLLOWED`` for a header."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        yield an.line(stmt), _assigned(stmt, name)
+        return
+    for n in descendants(stmt, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.SimpleStatementLine)):
+        if isinstance(n, cst.SimpleStatementLine) and name in effects(n).assigns:
+            yield an.line(n), _assigned(n, name)
+        elif isinstance(n, (cst.For, cst.CompFor)) and _names(n.target, name) or \
+                isinstance(n, cst.WithItem) and n.asname is not None and _names(n.asname.name, name) or \
+                isinstance(n, cst.ExceptHandler) and n.name is not None and _names(n.name.name, name) or \
+                isinstance(n, cst.NamedExpr) and _names(n.target, name):
+            yield an.line(stmt), _UNFOLLOWED
+
+
+def _names(target: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(x, cst.Name) and x.value == name for x in descendants(target))
+
+
+def _assigned(stmt: cst.CSTNode, name: str):
+    """The value ``name`` is bound to by ``stmt``: ``name = value``, ``a = name = value``, or the
+    matching item of ``name, n = value, 0``; None for an item of something unpacked (a call's
+    result); ``_ARITH`` for ``name += v``; ``_UNFOLLOWED`` for any other binding."""
     body = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
-    if len(body) == 1 and isinstance(body[0], cst.Assign) and all(
-            isinstance(t.target, cst.Name) for t in body[0].targets):
-        return body[0].value
-    return None
+    for small in body:
+        if isinstance(small, cst.Assign):
+            for t in small.targets:
+                found = _matching(t.target, small.value, name)
+                if found is not _MISSING:
+                    return found
+        if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value == name:
+            return _ARITH
+    return _UNFOLLOWED
+
+
+_MISSING = object()
+
+
+def _matching(target: cst.BaseExpression, value: cst.BaseExpression, name: str):
+    if isinstance(target, cst.Name):
+        return value if target.value == name else _MISSING
+    if isinstance(target, (cst.Tuple, cst.List)):
+        items = value.elements if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(
+            target.elements) and not any(isinstance(e, cst.StarredElement) for e in value.elements) else None
+        for k, el in enumerate(target.elements):
+            inner = _matching(el.value, items[k].value, name) if items is not None else (
+                None if any(isinstance(n, cst.Name) and n.value == name for n in descendants(el.value)) else _MISSING)
+            if inner is not _MISSING:
+                return _existing_or(inner, value if items is None else None)
+    return _MISSING
+
+
+def _existing_or(inner, whole):
+    """An item of ``whole`` unpacked: that whole, which the caller judges (the item of a name is
+    its element, held by it)."""
+    return whole if inner is None and whole is not None else inner
+
+
+def _existing(an, value: cst.BaseExpression) -> bool:
+    """A value that is (or may be) an object already held elsewhere: a name, an attribute, an
+    item of one, a conditional/`or` choosing among such values, or what a call of code that may
+    keep it returns (`ys = get_keep()`; not TF's, not a function or method that stores nothing)."""
+    if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+        return not (isinstance(value, cst.Name) and value.value in ("None", "True", "False"))
+    if isinstance(value, cst.IfExp):
+        return _existing(an, value.body) or _existing(an, value.orelse)
+    if isinstance(value, cst.BooleanOperation):
+        return _existing(an, value.left) or _existing(an, value.right)
+    if isinstance(value, cst.Call):
+        return an.tf_name(value) is None and not stateless_function_call(an, value) and \
+            not stateless_self_call(an, value)
+    return False
 
 
 def _made_here(an, value: cst.BaseExpression) -> bool:
@@ -327,8 +399,9 @@ def _holds_list(an, flat: list, upto: int, name: str) -> bool:
     one the migrator does not follow (an unpacking, a loop target: an adversarial run)."""
     for it in flat[:upto]:
         if it.orig is not None and not it.dead and name in it.fx.assigns:
-            value = _assigned(it.orig, name)
-            if value is None or not (isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) or
-                                     isinstance(value, cst.Call) and an.tf_name(value) is not None):
-                return True
+            for _line, value in _bindings(an, it.orig, name):
+                if value is None or value is _UNFOLLOWED or not (
+                        value is _ARITH or isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) or
+                        isinstance(value, cst.Call) and an.tf_name(value) is not None):
+                    return True
     return False
