@@ -102,7 +102,9 @@ def makes_no_ops(name: str) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _no_op_set() -> frozenset:
-    return frozenset(table().get("no_op_functions", ()))
+    # `tf.constant` of Python values makes one Const op, which has no inputs: no gradient function
+    # of it ever runs (the tracer called it with a tensor, which TF1 refuses, so it is not listed)
+    return frozenset(table().get("no_op_functions", ())) | {"tensorflow.constant"}
 
 
 def operator_info(operator: str) -> Optional[Dict[str, Any]]:

@@ -13,7 +13,7 @@ import libcst as cst
 from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
 from migrator._plugins._dataflow import effects, function_locals
 from migrator._plugins._grad_stateless import stateless_function_call, stateless_self_call
-from migrator._plugins._grad_values import call_kind, calls_in
+from migrator._plugins._grad_values import call_kind, calls_in, qnames
 from migrator.tfnames import DYNAMIC_BINDERS, descendants, dotted
 
 
@@ -362,7 +362,10 @@ def _unknown(an, call: cst.Call, lists: set = frozenset()) -> bool:
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in lists \
             and func.attr.value in _LIST_METHODS:
         return False
-    return not (isinstance(func, cst.Name) and func.value in _KEEPS_NOTHING)
+    names = qnames(func, an.qn)
+    if names and all(q.startswith("numpy.") for q in names):
+        return False  # NumPy copies or reads what it is given; it fills no Python list
+    return not (isinstance(func, cst.Name) and func.value in _KEEPS_NOTHING and names == {f"builtins.{func.value}"})
 
 
 _LIST_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "pop", "remove", "clear"})

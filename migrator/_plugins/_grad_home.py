@@ -69,9 +69,16 @@ def home(c: Call, parents, an=None) -> tuple[cst.CSTNode, cst.BaseSuite]:
         elif touches(header, ys_keys):
             # `for loss in losses:` -- the targets are the elements of a list made before the loop
             key = dotted(owner.iter) if isinstance(owner, cst.For) else None
-            if key is None or ys is None or set(header) != set(ys_keys) or slice_keys is not None:
+            shown = _display_keys(owner, ys_keys) if key is None and isinstance(owner, cst.For) else None
+            if key is None and shown is None or ys is None or slice_keys is not None or \
+                    set(header) != set(ys_keys) and shown is None:
                 break
-            new_slice = {key}
+            new_slice = {key} if key is not None else shown
+            # the body must not change the list it iterates (`losses.append(t)` adds an iteration
+            # over a tensor made after the tape: an adversarial run), directly or through a call
+            body_fx = an.item(owner).fx if an is not None else effects(owner.body)
+            if touches(body_fx.writes - _header_writes(owner), new_slice):
+                break
         outer_stmt, outer_block = _stmt_block(owner, parents)
         if outer_block is None:
             break
@@ -94,6 +101,50 @@ def _per_index(c: Call, owner, stmt, header: set, ys, slice_keys, parents, an) -
     if per is None or set(header) != {per["var"]} or touches(effects(owner.body).writes, {per["var"]}):
         return None
     return per if per_index.call_ok(c, per, an, parents) else None
+
+
+def _display_keys(owner: cst.For, ys_keys: set) -> Optional[set]:
+    """`for loss in [l1, l2]:` or `for name, loss in [("a", l1), ("b", l2)]:` -- the names the
+    loop variable takes, from a display of names (the other items literals or names: the display
+    is evaluated once, after the tape, and must run no code)."""
+    if len(ys_keys) != 1 or not isinstance(owner.iter, (cst.List, cst.Tuple)) or not owner.iter.elements:
+        return None
+    (var,) = ys_keys
+    target = owner.target
+    if isinstance(target, cst.Name):
+        pos, width = None, None
+    elif isinstance(target, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Name) and
+                                                           not isinstance(e, cst.StarredElement)
+                                                           for e in target.elements):
+        names = [e.value.value for e in target.elements]
+        if names.count(var) != 1 or len(set(names)) != len(names):
+            return None
+        pos, width = names.index(var), len(names)
+    else:
+        return None
+    if target_name := (target.value if isinstance(target, cst.Name) else None):
+        if target_name != var:
+            return None
+    keys = set()
+    for el in owner.iter.elements:
+        if isinstance(el, cst.StarredElement):
+            return None
+        item = el.value
+        if pos is not None:
+            if not isinstance(item, (cst.Tuple, cst.List)) or len(item.elements) != width or any(
+                    isinstance(e, cst.StarredElement) or not (dotted(e.value) or _literal(e.value))
+                    for e in item.elements):
+                return None
+            item = item.elements[pos].value
+        key = dotted(item)
+        if key is None:
+            return None
+        keys.add(key)
+    return keys
+
+
+def _literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.SimpleString, cst.Integer, cst.Float))
 
 
 def _stmt_block(node: cst.CSTNode, parents):
