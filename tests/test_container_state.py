@@ -673,3 +673,39 @@ def test_a_target_list_other_code_holds_and_fills_after_the_tape_keeps_the_call(
     (site,) = sites
     assert site.status == MANUAL and site.code == "TFG130", site.reason
     assert "after the tape, may fill it" in site.reason
+
+
+@pytest.mark.parametrize("helper, held", [
+    ("def get(x):\n    return KEEP", True),
+    ("def get(x):\n    u = KEEP\n    return u", True),
+    ("def get(x):\n    return [tf.sin(x)]", False),
+    ("def get(x):\n    h = tf.sin(x)\n    return [h[:, 0:1]]", False),
+    ("def get(x):\n    return KEEP[:]", False),  # a copy: nothing else holds it
+])
+def test_a_target_list_a_call_returns_is_held_unless_made_in_the_call(helper, held):
+    # `ys = get(x)` returning the module's KEEP, then `stash(t)` after the tape fills it
+    src, out, sites = _sites(f"""\
+import tensorflow as tf
+
+KEEP = []
+
+
+{helper}
+
+
+def stash(v):
+    KEEP.append(v)
+
+
+def f():
+    x = tf.constant([[0.1, 0.7, -0.5]])
+    ys = get(x)
+    ys.append(tf.sin(x))
+    stash(tf.cos(x) * 5.0)
+    return tf.gradients(ys, x)[0]
+""")
+    (site,) = sites
+    if held:
+        assert out == src and site.code == "TFG130" and "is bound to `get(x)`" in site.reason, site.reason
+    else:
+        assert site.status == MIGRATED, site.reason

@@ -12,7 +12,7 @@ import libcst as cst
 
 from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
 from migrator._plugins._dataflow import effects, function_locals
-from migrator._plugins._grad_stateless import stateless_function_call, stateless_self_call
+from migrator._plugins._grad_stateless import fresh_result_call, stateless_function_call, stateless_self_call
 from migrator._plugins._grad_values import call_kind, calls_in, qnames
 from migrator.tfnames import DYNAMIC_BINDERS, descendants, dotted
 
@@ -286,7 +286,7 @@ def _existing(an, value: cst.BaseExpression) -> bool:
         return _existing(an, value.left) or _existing(an, value.right)
     if isinstance(value, cst.Call):
         return an.tf_name(value) is None and not stateless_function_call(an, value) and \
-            not stateless_self_call(an, value)
+            not stateless_self_call(an, value) and not fresh_result_call(an, value)
     return False
 
 

@@ -87,6 +87,50 @@ def stateless_function_call(rw, call: cst.Call) -> bool:
     return all(_new_value(r.value, facts.pure, fn) for r in ast.walk(fn) if isinstance(r, ast.Return))
 
 
+def fresh_result_call(rw, call: cst.Call) -> bool:
+    """``self.m(...)`` of this class's method, or ``f(...)`` of this module's function, defined
+    once in the project, every ``return`` of which hands back values made in the call: TF or
+    NumPy results, arithmetic, slices (a new object even of a list), displays of those, or a
+    local bound only to one (`A, u, p = self.net(x)`: `u = Au[:, 1:2]; return tf.exp(A), u, p`).
+    No list the caller receives is one that other code holds and may fill."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        facts = _facts(rw, None)
+        fn = facts.functions.get(func.value) if facts is not None else None
+        ok = fn is not None and qnames(func, rw.qn) == {func.value} and facts.module_function_once(func.value)
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        cls = rw.parents.get(call)
+        while cls is not None and not isinstance(cls, cst.ClassDef):
+            cls = rw.parents.get(cls)
+        facts = _facts(rw, cls.name.value) if cls is not None else None
+        fn = facts.methods.get(func.attr.value) if facts is not None else None
+        ok = fn is not None and func.value.value in ("self", "cls") and facts.defined_once(func.attr.value)
+    else:
+        return False
+    if not ok or fn.decorator_list:
+        return False
+    returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return)]
+    return bool(returns) and all(_made_in_call(r.value, facts.pure, fn, 0) for r in returns)
+
+
+def _made_in_call(v: Optional[ast.AST], pure: set, fn: ast.FunctionDef, depth: int) -> bool:
+    if v is None or isinstance(v, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare)):
+        return True
+    if isinstance(v, (ast.Tuple, ast.List)):
+        return all(not isinstance(e, ast.Starred) and _made_in_call(e, pure, fn, depth) for e in v.elts)
+    if isinstance(v, ast.Subscript):
+        # `x[1:3]` copies a list; `x[:, 1:2]` is a tensor or array's slice: a new object either way
+        return isinstance(v.slice, ast.Slice) or isinstance(v.slice, ast.Tuple) and any(
+            isinstance(e, ast.Slice) for e in v.slice.elts)
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute):
+        chain = _chain(v.func)
+        return chain is not None and chain[0] in pure
+    if isinstance(v, ast.Name) and depth < 3:
+        values = _plain_values(fn, v.id)
+        return bool(values) and all(_made_in_call(x, pure, fn, depth + 1) for x in values)
+    return False
+
+
 def _new_value(v: Optional[ast.AST], pure: set, fn: Optional[ast.FunctionDef] = None) -> bool:
     """A value made here that is none of the function's objects: a number, a string, None, a
     TF/NumPy call (it returns a tensor or array, never a list it was given), arithmetic of those,
