@@ -130,9 +130,9 @@ def collection_sources(an, c, flat: list) -> Optional[str]:
                 continue
             call = collection_read(an, it.orig) if it.orig is not None else None
             if call is not None:
-                return (f"the sources `{key}` are `{an.code(call.func)}(...)`, a TF1 graph collection, which is "
-                        "empty under TF2 eager, where a tape here would run; use the model's own list "
-                        "(model.trainable_variables) instead, then re-run")
+                return (f"the sources `{key}` are `{an.code(call.func)}(...)`, a TF1 graph collection: TF2 code "
+                        "runs eagerly, where it is empty (a Session or graph here fills it only until the script "
+                        "is migrated); use the model's own list (model.trainable_variables) instead, then re-run")
             break
     return None
 
@@ -189,7 +189,8 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
            f"is bound at line {held[2]} by a statement the migrator does not follow, so it may hold a list "
            "other code fills")
     who = f"`{held[0]}`" if handed is None and not shared else who
-    return f"{who} {how}, and `{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the tape, may fill it {tail}"
+    return (f"{who} {how}, and `{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the tape, "
+            f"may fill it {tail}")
 
 
 def _held_elsewhere(an, flat: list, upto: int, containers: set) -> Optional[tuple]:

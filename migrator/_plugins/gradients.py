@@ -473,9 +473,10 @@ class GradientRewrite:
         nodes = [c.xs] + [flat[i].orig if flat[i].orig is not None else flat[i].hoist[1]
                           for i in range(s, e + 1) if flat[i].orig is not None or flat[i].hoist]
         for call in filter(None, (collection_read(self, node) for node in nodes)):
-            raise Refuse("TFG135", f"`{self.code(call.func)}(...)` reads a TF1 graph collection, which is "
-                                   "empty under TF2 eager, where a tape here would run; use the model's own "
-                                   "list (model.trainable_variables, model.losses) instead, then re-run")
+            raise Refuse("TFG135", f"`{self.code(call.func)}(...)` reads a TF1 graph collection: TF2 code runs "
+                                   "eagerly, where it is empty (a Session or graph here fills it only until the "
+                                   "script is migrated); use the model's own list (model.trainable_variables, "
+                                   "model.losses) instead, then re-run")
 
 
 def _literal_value(v: cst.BaseExpression) -> bool:
