@@ -172,3 +172,33 @@ def test_a_loop_that_adds_to_the_list_it_iterates_stays_manual(extend):
             return out
         """)
     assert out == src and all(s.status == MANUAL for s in sites), [(s.code, s.reason) for s in sites]
+
+
+def test_the_line_that_makes_the_source_is_not_on_the_way_from_it():
+    # `x = tf.placeholder(...)` was "a call on the way from the sources that may cut the gradient"
+    _src, out, sites = _run("""\
+        import tensorflow as tf
+        from tensorflow.python.ops.parallel_for.gradients import batch_jacobian
+
+
+        def probe():
+            x = tf.placeholder(tf.float32, [None, 3])
+            y = tf.tanh(x) * 2.0
+            return batch_jacobian(y, x)
+        """)
+    assert [s.status for s in sites] == [MIGRATED], [(s.code, s.reason) for s in sites]
+    assert "tape.batch_jacobian(y, x)" in out
+
+
+def test_a_cutting_call_between_source_and_target_keeps_the_batch_jacobian():
+    src, out, sites = _run("""\
+        import tensorflow as tf
+        from tensorflow.python.ops.parallel_for.gradients import batch_jacobian
+
+
+        def probe():
+            x = tf.placeholder(tf.float32, [None, 3])
+            y = tf.round(x) * 2.0
+            return batch_jacobian(y, x)
+        """)
+    assert out == src and [s.code for s in sites] == ["TFG128"] and "`tf.round`" in sites[0].reason

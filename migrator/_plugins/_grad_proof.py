@@ -205,7 +205,9 @@ class Prover(WatchProof, CallsProof):
         return S
 
     def _gradient_cut(self, S: list) -> Optional[str]:
-        nodes = [self.flat[i].node for i in S]
+        # the line that makes a source (`x = tf.placeholder(...)`) is not on the way from it
+        nodes = [self.flat[i].node for i in S
+                 if not self.flat[i].fx.assigns or not self.flat[i].fx.assigns <= self.keys]
         return gradient_cut(self.an, [n for n in nodes if n is not None], self._code, self.keys)
 
     def _sources(self, c: Call, k: int) -> list[Source]:
