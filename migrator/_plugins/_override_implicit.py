@@ -150,7 +150,8 @@ def check_implicit(scanner, node: cst.CSTNode, scope) -> None:
         if isinstance(node, kind) and may_run(dunders):
             refuse(f"`{code(node).strip().splitlines()[0][:40]}` may run `{may_run(dunders)}` of a project class")
     if isinstance(node, cst.Name) and _lazy(node.value, scope, hooks):
-        refuse(f"`{node.value}` is a lazy iterator made before the block; consuming it runs its code in the block")
+        refuse(f"`{node.value}` is a lazy iterator: its code runs where it is consumed (in the block or after "
+               "it), not where it is made")
 
 
 #: op types made without a call the source shows: a read of a resource variable, a constant for a
