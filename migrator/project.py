@@ -232,6 +232,12 @@ class Project:
         a, b = os.path.abspath(a), os.path.abspath(b)
         if a == b:
             return True
+        books = [p for p in (a, b) if p.endswith(".ipynb")]
+        if books:  # no file imports a notebook: only what it loads runs with it (or `%run`s into it)
+            text = self.text(books[0]) or ""
+            if any(w in text for w in ("importlib", "__import__", "runpy", "exec(", "%run", "get_ipython")):
+                return True
+            return len(books) == 1 and (b if books[0] == a else a) in self.import_closure(books[0], depth)
         if self._dynamic is None:  # imports by computed name or path: anything may load anything
             hits = [self.grep(w) for w in (b"importlib", b"__import__", b"runpy", b"imp.load_", b"exec(")]
             self._dynamic = any(h is None or h for h in hits)

@@ -293,24 +293,37 @@ def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] =
     anything through ``sys.modules`` (an adversarial run: TF1 gave twice the tape's value).
     ``also_with``: the file that reads them through ``path`` (a star import of it); a file that
     cannot be loaded with that one cannot change what it reads (darts' train.py, another script)."""
+    out: set = set()
+    for _where, names in rebinders(project, path, heads, also_with, among):
+        out |= names
+    return out
+
+
+def rebinders(project, path: str, heads: set, also_with: Optional[str] = None, among: Optional[set] = None):
+    """(``file:line`` and how, the heads it may rebind) for each file :func:`rebound_elsewhere`
+    counts, so a reason can name the first."""
     if not heads:
-        return set()
+        return
     here = os.path.abspath(path)
     files: set = set()
     # a file naming none of these cannot rebind them (`fill(vars(m))` names none of the heads)
     for word in sorted(heads) + list(WORDS):
         hits = project.grep(word.encode())
         if hits is None:
-            return set(heads)  # the project is too big to look through: any of them may be
+            yield "a project too big to look through", set(heads)  # any of them may be
+            return
         files |= set(hits)
-    out: set = set()
+    root = getattr(project, "root", None) or os.path.dirname(here)
     for p in sorted(files - {here} if among is None else (files & among) - {here}):
         tree = project.tree(p)
         if tree is None or not project.may_run_together(here, p) or \
                 also_with is not None and not project.may_run_together(also_with, p):
             continue
-        if _reach(project, p) is not None:
-            out |= set(heads)  # `ops.__setattr__(...)`, `put = setattr`, `builtins.exec(...)`, `sys.modules`
+        name = os.path.relpath(p, root)
+        reach = _reach(project, p)
+        if reach is not None:
+            # `ops.__setattr__(...)`, `put = setattr`, `builtins.exec(...)`, `sys.modules`
+            yield f"{name} (`{reach.strip()}`)", set(heads)
             continue
         methods = method_nodes(tree)
         # `Patcher.apply(ops)` hands a method any object as `self` (an adversarial run)
@@ -322,8 +335,7 @@ def rebound_elsewhere(project, path: str, heads: set, also_with: Optional[str] =
             # `self.tf = ...` in a method sets an instance's; in a plain function `self` may be a module
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in heads \
                     and not (isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) in methods):
-                out.add(node.attr)
-    return out
+                yield f"{name}:{node.lineno} (`.{node.attr} = ...`)", {node.attr}
 
 
 def may_hold_module(project, here: str) -> Optional[set]:

@@ -3,6 +3,7 @@ mends them, each with the variant that must keep the old refusal."""
 from __future__ import annotations
 
 import os
+import textwrap
 
 import pytest
 
@@ -431,3 +432,33 @@ def test_the_call_that_may_fill_a_handed_list_is_named_once(tmp_path, filler, na
         """, "reg.py")
     assert s.code == "TFG130" and named in s.reason, s.reason
     assert s.reason.count("REG.append") == 1
+
+
+_SCRIPT = """\
+    import tensorflow as tf
+
+    x = tf.constant([1.0, 2.0])
+    y = tf.reduce_sum(x * x)
+    g = tf.gradients(y, x)[0]
+    """
+
+
+def test_a_file_that_may_rebind_this_module_s_tf_is_named(tmp_path):
+    # the reason said "another project file loaded with this one may rebind ..." without saying which
+    write(tmp_path, "patcher.py", "import importlib\nimport sys\n\nmod = importlib.import_module('main')\n")
+    s = site_of(tmp_path, _SCRIPT, "main.py")
+    assert s.code == "TFG128" and "(patcher.py (`" in s.reason, s.reason
+
+
+def test_a_notebook_runs_only_with_what_it_loads(tmp_path):
+    # a notebook is no module: a file using sys.modules elsewhere in the project cannot reach it
+    import json
+    write(tmp_path, "patcher.py", "import importlib\nimport sys\n\nmod = importlib.import_module('other')\n")
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": textwrap.dedent(_SCRIPT).splitlines(keepends=True)}
+    book = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+    (tmp_path / "pyproject.toml").write_text("")
+    path = write(tmp_path, "nb.ipynb", json.dumps(book))
+    opts = runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options())
+    (result,) = [r for r in runner.run([path], opts).results if r.path.endswith("nb.ipynb")]
+    assert [s.status for s in result.sites] == [MIGRATED], [(s.code, s.reason) for s in result.sites]

@@ -19,7 +19,7 @@ from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 from migrator.model import HESSIANS, TF_GRADIENTS
 from migrator.project_alias import API_NAMES
 from migrator.project_reach import namespace_reach
-from migrator.project_tf import may_hold_module, rebound_elsewhere, tf_module_name, why_not_tf
+from migrator.project_tf import may_hold_module, rebinders, tf_module_name, why_not_tf
 from migrator.tfnames import TF_MODULES, dotted, normalize
 
 
@@ -143,10 +143,11 @@ def rebinds_head(an, c) -> Optional[str]:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None
         reach = namespace_reach(tree, own=True, heads=frozenset({head})) if tree is not None else "unreadable"
+        other = None if reach else next(rebinders(an.project, here, {head}, among=may_hold_module(an.project, here)),
+                                        None)
         cache[head] = (f"this module may rebind its own names where no statement shows it (`{reach}`), so `{head}` "
                        "may not be TensorFlow when the gradient runs; take that code out, then re-run") if reach else \
-            (f"another project file loaded with this one may rebind this module's `{head}`, so the gradient call "
-             "may not be TF's; take that code out, then re-run") if rebound_elsewhere(
-                an.project, here, {head}, among=may_hold_module(an.project, here)) else None
+            (f"another project file loaded with this one may rebind this module's `{head}` ({other[0]}), so the "
+             "gradient call may not be TF's; take that code out, then re-run") if other else None
     return cache[head]
 
