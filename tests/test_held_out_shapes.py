@@ -202,3 +202,25 @@ def test_a_cutting_call_between_source_and_target_keeps_the_batch_jacobian():
             return batch_jacobian(y, x)
         """)
     assert out == src and [s.code for s in sites] == ["TFG128"] and "`tf.round`" in sites[0].reason
+
+
+@pytest.mark.parametrize("n, migrates", [
+    ("basis.shape[1]", True),
+    ("basis.get_shape()[1].value", True),
+    ("sizes[1]", False),  # an item of a list may change between the tape and the loop
+    ("basis.shape[k]", False),
+])
+def test_one_gradient_per_column_up_to_a_static_dimension(n, migrates):
+    # PiNN's `[tf.gradients(basis[:, i], diff)[0] for i in range(basis.shape[1])]`
+    src, out, sites = _run(f"""\
+        import tensorflow as tf
+
+        sizes = [2, 4]
+
+
+        def jacob(k):
+            diff = tf.constant([[0.1, 0.5], [-0.3, 0.9]])
+            basis = tf.concat([tf.sin(diff), tf.cos(diff) * diff], axis=1)
+            return [tf.gradients(basis[:, i], diff)[0] for i in range({n})]
+        """)
+    assert (sites[0].status == MIGRATED) == migrates, sites[0].reason

@@ -123,9 +123,21 @@ def _header(target, it, over, an) -> Optional[dict]:
 
 
 def _plain(expr: cst.BaseExpression) -> bool:
-    """Names, attributes, numbers and arithmetic of them: the same value when evaluated again."""
+    """Names, attributes, numbers and arithmetic of them, and a static dimension
+    (``y.shape[1]``, ``y.get_shape()[1].value``: a tensor's shape never changes): the same
+    value when evaluated again."""
     if isinstance(expr, (cst.Integer, cst.Name)) or dotted(expr) is not None:
         return True
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "value":
+        expr = expr.value
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
+            and isinstance(expr.slice[0].slice.value, cst.Integer):
+        base = expr.value
+        if isinstance(base, cst.Call) and not base.args and isinstance(base.func, cst.Attribute) \
+                and base.func.attr.value == "get_shape":
+            base = base.func
+        return isinstance(base, cst.Attribute) and base.attr.value in ("shape", "get_shape") \
+            and dotted(base.value) is not None
     if isinstance(expr, cst.BinaryOperation):
         return _plain(expr.left) and _plain(expr.right)
     if isinstance(expr, cst.UnaryOperation):
