@@ -13,7 +13,7 @@ import pytest
 
 from migrator import runner
 from migrator.model import MANUAL, MIGRATED
-from migrator.pipeline import migrate_text
+from migrator.pipeline import Options, migrate_text
 from project_files import write
 
 
@@ -681,6 +681,10 @@ def test_a_target_list_other_code_holds_and_fills_after_the_tape_keeps_the_call(
     ("def get(x):\n    return [tf.sin(x)]", False),
     ("def get(x):\n    h = tf.sin(x)\n    return [h[:, 0:1]]", False),
     ("def get(x):\n    return KEEP[:]", False),  # a copy: nothing else holds it
+    # the value at the return is the last top-level binding before it, whatever came earlier
+    ("def get(x):\n    h = KEEP\n    for _ in range(2):\n        h = [tf.sin(x)]\n    h = [x * 1.0]\n    return h",
+     False),
+    ("def get(x):\n    h = [x * 1.0]\n    if x is not None:\n        h = KEEP\n    return h", True),
 ])
 def test_a_target_list_a_call_returns_is_held_unless_made_in_the_call(helper, held):
     # `ys = get(x)` returning the module's KEEP, then `stash(t)` after the tape fills it
@@ -709,3 +713,31 @@ def f():
         assert out == src and site.code == "TFG130" and "is bound to `get(x)`" in site.reason, site.reason
     else:
         assert site.status == MIGRATED, site.reason
+
+
+def test_a_star_import_before_a_def_does_not_rebind_it(tmp_path):
+    # `from parameters import *` atop a GAN script, then `def discriminator(x)`: the def wins, so
+    # `D_real = discriminator(X)` is the def's fresh result (corpus11 lost five sites without this)
+    write(tmp_path, "parameters.py", "SIZE = 3\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = write(tmp_path, "gan.py", """\
+        import tensorflow as tf
+        from parameters import *
+
+        W = tf.constant([[0.5], [-1.0], [2.0]])
+
+
+        def discriminator(x):
+            h = x
+            h = tf.matmul(h, W) * 1.0
+            return h
+
+
+        X = tf.constant([[0.1, 0.2, 0.3]])
+        D_real = discriminator(X)
+        D_fake = discriminator(X * 2.0)
+        g = tf.gradients(D_real, X)[0]
+        """)
+    opts = runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options())
+    (result,) = runner.run([path], opts).results
+    assert [s.status for s in result.sites] == [MIGRATED], [(s.code, s.reason) for s in result.sites]

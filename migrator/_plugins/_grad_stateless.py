@@ -110,14 +110,38 @@ def fresh_result_call(rw, call: cst.Call) -> bool:
     if not ok or fn.decorator_list:
         return False
     returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return)]
-    return bool(returns) and all(_made_in_call(r.value, facts.pure, fn, 0) for r in returns)
+    return bool(returns) and all(_made_in_call(r.value, facts.pure, fn, 0, _top_index(fn, r)) for r in returns)
 
 
-def _made_in_call(v: Optional[ast.AST], pure: set, fn: ast.FunctionDef, depth: int) -> bool:
+def _top_index(fn: ast.FunctionDef, stmt: ast.stmt) -> Optional[int]:
+    return next((i for i, s in enumerate(fn.body) if s is stmt), None)
+
+
+def _last_binding(fn: ast.FunctionDef, name: str, before: int) -> Optional[tuple]:
+    """(value, index) of the last plain ``name = value`` among ``fn``'s top-level statements
+    before ``before``, when no later statement before it may bind ``name`` (a loop, an ``if``):
+    the value ``name`` holds there, whatever earlier bindings were (`D_last = x`, a loop, then
+    `D_last = tf.matmul(D_last, W) + b`)."""
+    for i in range(before - 1, -1, -1):
+        st = fn.body[i]
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and st.targets[0].id == name:
+            return st.value, i
+        if any(name in _binds(n) for n in ast.walk(st)):
+            return None
+    return None
+
+
+def _made_in_call(v: Optional[ast.AST], pure: set, fn: ast.FunctionDef, depth: int,
+                  before: Optional[int] = None) -> bool:
     if v is None or isinstance(v, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare)):
         return True
     if isinstance(v, (ast.Tuple, ast.List)):
-        return all(not isinstance(e, ast.Starred) and _made_in_call(e, pure, fn, depth) for e in v.elts)
+        return all(not isinstance(e, ast.Starred) and _made_in_call(e, pure, fn, depth, before) for e in v.elts)
+    if isinstance(v, ast.Name) and before is not None and depth < 6:
+        last = _last_binding(fn, v.id, before)
+        if last is not None:
+            return _made_in_call(last[0], pure, fn, depth + 1, last[1])
     if isinstance(v, ast.Subscript):
         # `x[1:3]` copies a list; `x[:, 1:2]` is a tensor or array's slice: a new object either way
         return isinstance(v.slice, ast.Slice) or isinstance(v.slice, ast.Tuple) and any(
@@ -154,8 +178,11 @@ def _bound_once(tree: ast.Module, name: str) -> bool:
     """No statement of the file binds ``name`` but its one def (`for f in fs:`, `import g as f`,
     `with ... as f`, `global f` escape the project search for `f =`), and no star import may."""
     binders = [n for n in ast.walk(tree) if name in _binds(n)]
-    stars = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree))
-    return not stars and len(binders) == 1 and isinstance(binders[0], (ast.FunctionDef, ast.AsyncFunctionDef))
+    if len(binders) != 1 or not isinstance(binders[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    # a star import before the def is overridden by it (`from parameters import *` atop a GAN script)
+    return not any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+                   and n.lineno >= binders[0].lineno for n in ast.walk(tree))
 
 
 def _facts(rw, cls_name: Optional[str]) -> Optional["_FileFacts"]:
