@@ -224,3 +224,18 @@ def test_one_gradient_per_column_up_to_a_static_dimension(n, migrates):
             return [tf.gradients(basis[:, i], diff)[0] for i in range({n})]
         """)
     assert (sites[0].status == MIGRATED) == migrates, sites[0].reason
+
+
+@pytest.mark.parametrize("between, migrates", [
+    ("", True),
+    ("    a.append(x)\n", False),  # an element from before the function: not fresh any more
+])
+def test_sources_taken_from_a_display_of_fresh_tensors_are_fresh(between, migrates):
+    # `a = [tf.constant(...), tf.constant(...)]`, then `tf.gradients(loss, [a[part]])`: the
+    # parameter `x` existed before those tensors, so it cannot depend on them
+    src = ("import tensorflow as tf\n\n\ndef f(x, part=0):\n"
+           "    a = [tf.constant([0.3, 0.1, -0.4]), tf.constant([1.0, 2.0, 3.0])]\n" + between +
+           "    loss = tf.reduce_sum(tf.sin(x * a[0]) * a[1])\n"
+           "    return tf.gradients(loss, [a[part]])\n")
+    out, sites = migrate_text(src, "m.py")
+    assert (sites[0].status == MIGRATED) == migrates, (sites[0].code, sites[0].reason)

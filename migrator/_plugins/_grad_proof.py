@@ -259,6 +259,11 @@ class Prover(WatchProof, CallsProof):
         aliases = self._aliases(key, k)
         if aliases or isinstance(value, (cst.List, cst.Tuple)):
             points = [self._fresh_at(n, j) for n in aliases]
+            if not aliases and value.elements and all(  # `a = [tf.constant(...), tf.zeros(...)]`
+                    isinstance(el, cst.Element) and is_fresh(el.value, self.an.qn, lambda n: self._holds_tensor(n, j))
+                    for el in value.elements):
+                changed = any(touches(self.flat[i].fx.writes, {key}) for i in range(j + 1, k))  # `a.append(y)`
+                return None if changed or self._rebound_in_loop(key, j) else j
             if not aliases or len(aliases) != len(value.elements) or any(p is None for p in points):
                 return None
             return min(points)
@@ -267,9 +272,11 @@ class Prover(WatchProof, CallsProof):
             value = line.body[0].value if line is not None else None
         if value is None or not is_fresh(value, self.an.qn, lambda n: self._holds_tensor(n, j)):
             return None
-        if self.scope.in_loop and any(key in self.flat[i].fx.assigns for i in range(j + 1, len(self.flat))):
-            return None  # rebound later in the loop body: an earlier iteration's value may flow in
-        return j
+        return None if self._rebound_in_loop(key, j) else j
+
+    def _rebound_in_loop(self, key: str, j: int) -> bool:
+        """Rebound later in the loop body: an earlier iteration's value may flow in."""
+        return self.scope.in_loop and any(key in self.flat[i].fx.assigns for i in range(j + 1, len(self.flat)))
 
     def _holds_tensor(self, name: str, k: int) -> bool:
         """``name``'s last binding before item ``k`` makes a tensor (a TF op, tensor arithmetic)."""
