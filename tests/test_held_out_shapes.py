@@ -239,3 +239,25 @@ def test_sources_taken_from_a_display_of_fresh_tensors_are_fresh(between, migrat
            "    return tf.gradients(loss, [a[part]])\n")
     out, sites = migrate_text(src, "m.py")
     assert (sites[0].status == MIGRATED) == migrates, (sites[0].code, sites[0].reason)
+
+
+@pytest.mark.parametrize("use, migrates", [
+    ("self.logits[:, label]", True),
+    ("self.logits[:, label] * label", False),  # read as a value too
+    ("tf.gather(self.logits, label, axis=1)", False),  # an argument: not shown to be an index
+])
+def test_a_parameter_read_only_as_an_index_carries_no_gradient(use, migrates):
+    src = textwrap.dedent(f"""\
+        import tensorflow as tf
+
+        W = tf.constant([[0.1, 0.2], [-0.3, 0.4], [0.5, -0.6]])
+
+
+        class Saliency(object):
+            def __init__(self, x, label):
+                self.x = x
+                self.logits = tf.matmul(tf.tanh(self.x), W)
+                self.saliency = tf.gradients({use}, self.x)[0]
+        """)
+    out, sites = migrate_text(src, "m.py")
+    assert (sites[0].status == MIGRATED) == migrates, (sites[0].code, sites[0].reason)

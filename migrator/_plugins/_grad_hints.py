@@ -222,3 +222,21 @@ def mutating_line(an, node, whole: str, default: int) -> int:
     lines = [an.line(n) for n in descendants(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
              if isinstance(n, cst.SimpleStatementLine) and whole in an.item(n).fx.mutates]
     return min(lines, default=default)
+
+
+def index_only(an, nodes: list, name: str) -> bool:
+    """Every read of ``name`` in ``nodes`` is an index of a subscript (`logits[:, label]`): it
+    picks elements but no gradient flows through it, so whether the caller computed it from the
+    sources does not matter (a saliency class's `label`).  Not when the project defines
+    `__getitem__`, which could hand the index back."""
+    from migrator._plugins._grad_stateless import no_item_hooks
+    reads = [n for node in nodes if node is not None for n in descendants(node)
+             if isinstance(n, cst.Name) and n.value == name]
+    if not reads or not no_item_hooks(an.project):
+        return False
+    inside: set = set()
+    for node in nodes:
+        for n in descendants(node) if node is not None else ():
+            if isinstance(n, cst.SubscriptElement):
+                inside |= {id(x) for x in descendants(n) if isinstance(x, cst.Name) and x.value == name}
+    return all(id(n) in inside for n in reads)

@@ -33,8 +33,8 @@ import libcst as cst
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_fresh import stashes
-from migrator._plugins._grad_hints import (attribute_from_sources, mutating_line, one_origin, outside_ys_reason,
-                                          set_elsewhere, where_to_open, ys_text)
+from migrator._plugins._grad_hints import (attribute_from_sources, index_only, mutating_line, one_origin,
+                                          outside_ys_reason, set_elsewhere, where_to_open, ys_text)
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
 from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
@@ -435,6 +435,9 @@ class Prover(WatchProof, CallsProof):
                                        f"`{sc.func.name.value}`; {where_to_open(sc, r)}")
             if verdict.independent:
                 c.proof.append(f"parameter `{r}` cannot depend on {srcs}: {verdict.evidence}")
+                return
+            if index_only(an, [self.flat[i].node for i in range(s, at + 1) if not self.flat[i].dead], r):
+                c.proof.append(f"parameter `{r}` is read only as an index, which selects but carries no gradient")
                 return
             self._assume(c, f"parameter `{r}` does not depend on {srcs} ({verdict.evidence})", r)
             return

@@ -197,6 +197,14 @@ def _facts(rw, cls_name: Optional[str]) -> Optional["_FileFacts"]:
     return cache[cls_name]
 
 
+def no_item_hooks(project) -> bool:
+    """No class of the project defines ``__getitem__`` or ``__class_getitem__`` (searched once)."""
+    if "_no_item_hooks" not in project.__dict__:
+        hits = project.grep(b"__getitem__", r"def\s+__(class_)?getitem__")
+        project.__dict__["_no_item_hooks"] = hits is not None and not hits
+    return project.__dict__["_no_item_hooks"]
+
+
 def _no_hooks(project) -> bool:
     """No operator, item or hook method anywhere in the project: ``a + b``, ``w[l]`` and
     ``isinstance`` then run no project code (found once per project)."""
