@@ -490,7 +490,7 @@ class Prover(WatchProof, CallsProof):
         if value is not None and value not in self.unproven:
             self.unproven.append(value)
 
-    # -- watches --------------------------------------------------------------
+
 def _within(r: str, keys: set) -> bool:
     """``r`` is a source, or part of one (``params`` -> ``params``; ``x.shape`` of ``x``)."""
     return any(r == k or r.startswith(k + ".") for k in keys)
