@@ -240,3 +240,9 @@ def index_only(an, nodes: list, name: str) -> bool:
             if isinstance(n, cst.SubscriptElement):
                 inside |= {id(x) for x in descendants(n) if isinstance(x, cst.Name) and x.value == name}
     return all(id(n) in inside for n in reads)
+
+
+def literal_built(value: cst.BaseExpression) -> bool:
+    """A number, a string, None, True or False: no tensor, whatever the tape."""
+    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and \
+        (not isinstance(value, cst.Name) or value.value in ("None", "True", "False"))

@@ -33,8 +33,8 @@ import libcst as cst
 from migrator._plugins._dataflow import BUILTINS, touches
 from migrator._plugins._grad_find import chain_items
 from migrator._plugins._grad_fresh import stashes
-from migrator._plugins._grad_hints import (attribute_from_sources, index_only, mutating_line, one_origin,
-                                          outside_ys_reason, set_elsewhere, where_to_open, ys_text)
+from migrator._plugins._grad_hints import (attribute_from_sources, index_only, literal_built, mutating_line,
+                                          one_origin, outside_ys_reason, set_elsewhere, where_to_open, ys_text)
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
 from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
@@ -423,7 +423,7 @@ class Prover(WatchProof, CallsProof):
             if self.flat[j].inert:
                 return
             value = self._binding_value(j, r)
-            if value is not None and _is_literal_built(value):
+            if value is not None and literal_built(value):
                 return
             self._assume(c, f"`{r}` (line {self.line(j)}, before the tape) does not depend on {srcs}", r)
             return
@@ -494,8 +494,3 @@ class Prover(WatchProof, CallsProof):
 def _within(r: str, keys: set) -> bool:
     """``r`` is a source, or part of one (``params`` -> ``params``; ``x.shape`` of ``x``)."""
     return any(r == k or r.startswith(k + ".") for k in keys)
-
-
-def _is_literal_built(value: cst.BaseExpression) -> bool:
-    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and \
-        (not isinstance(value, cst.Name) or value.value in ("None", "True", "False"))
