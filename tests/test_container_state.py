@@ -710,7 +710,7 @@ def f():
 """)
     (site,) = sites
     if held:
-        assert out == src and site.code == "TFG130" and "is bound to `get(x)`" in site.reason, site.reason
+        assert out == src and site.code == "TFG130" and "is bound to `get(...)`" in site.reason, site.reason
     else:
         assert site.status == MIGRATED, site.reason
 

@@ -208,7 +208,8 @@ def _held_elsewhere(an, flat: list, upto: int, containers: set) -> Optional[tupl
                 if value is _UNFOLLOWED:
                     return name, None, line
                 if value is not None and value is not _ARITH and _existing(an, value):
-                    return name, an.code(value), line
+                    shown = f"{an.code(value.func)}(...)" if isinstance(value, cst.Call) else an.code(value)
+                    return name, shown, line
     return None
 
 
