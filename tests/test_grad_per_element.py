@@ -72,3 +72,29 @@ def test_a_list_the_targets_are_taken_from_is_checked_like_a_loop():
     out, sites = migrate_text(src, "m.py")
     assert all(s.status == MIGRATED for s in sites), [(s.code, s.reason) for s in sites]
     assert out.count("tape.gradient(y, x)") == 2
+
+
+@pytest.mark.parametrize("stmt, migrates", [
+    ("return [tf.gradients(y_i, x)[0] for y_i in tf.unstack(h)]", True),
+    ("return tf.stack([tf.gradients(c, x)[0] for c in tf.split(h, 3)])", True),
+    ("return helper([tf.gradients(c, x)[0] for c in tf.unstack(h)])", False),  # project code in the line
+    ("return [tf.gradients(c, x)[0] for c in tf.unstack(helper(h))]", False),
+])
+def test_a_tf_call_as_the_iterable_is_made_in_the_tape(stmt, migrates):
+    src = textwrap.dedent(f"""\
+        import tensorflow as tf
+
+
+        def helper(t):
+            return t
+
+
+        def f():
+            x = tf.constant([0.1, 0.7, -0.5])
+            h = tf.sin(x) * x
+            {stmt}
+        """)
+    out, sites = migrate_text(src, "m.py")
+    assert (sites[0].status == MIGRATED) == migrates, (sites[0].code, sites[0].reason)
+    if migrates:
+        assert "with tf.GradientTape(persistent=True) as tape:" in out and " = tf." in out.split("with")[1]

@@ -139,6 +139,9 @@ class Apply(cst.CSTTransformer):
         self.block_plans = block_plans
         self.gen = codegen
         self.inner: dict[int, list] = {}  # id(line in a with body) -> [(tape, source expr)]
+        # a comprehension's iterable made in the tape under a name (`_grad_per_index.element`)
+        self.iters = {id(c.lifted["iter"]): c.lifted["iter_name"] for c in replacements.values()
+                      if c.lifted is not None and c.lifted.get("iter_name")}
         for c in replacements.values():
             for src in c.sources:
                 if src.inner is not None:
@@ -153,6 +156,10 @@ class Apply(cst.CSTTransformer):
             for tape, expr in self.inner.get(id(orig), []):
                 body.append(_stmt(call_expr(f"{tape}.watch", [_clean(expr)], [])))
         return updated.with_changes(body=body)
+
+    def leave_CompFor(self, original: cst.CompFor, updated: cst.CompFor) -> cst.CompFor:
+        name = self.iters.get(id(original.iter))
+        return updated if name is None else updated.with_changes(iter=cst.Name(name))
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         c = self.replacements.get(id(original))

@@ -80,10 +80,13 @@ def element(c, comp: cst.CSTNode, child: cst.CSTNode, an, parents) -> Optional[d
     head = comp.for_in
     if head.inner_for_in is not None or head.ifs or head.asynchronous is not None:
         return None
-    if not isinstance(head.target, cst.Name) or not isinstance(head.iter, cst.Name):
+    if not isinstance(head.target, cst.Name):
         return None
     var = head.target.value
-    if not isinstance(c.ys, cst.Name) or c.ys.value != var or head.iter.value == var:
+    hoist = _hoistable(head.iter, comp, an, parents)
+    if not isinstance(head.iter, cst.Name) and not hoist:
+        return None
+    if not isinstance(c.ys, cst.Name) or c.ys.value != var or dotted(head.iter) == var:
         return None
     if _reads(c.xs, var) or any(_reads(v, var) for v in c.kwargs.values()) or not _only_tf_calls(comp.elt, an):
         return None
@@ -93,7 +96,29 @@ def element(c, comp: cst.CSTNode, child: cst.CSTNode, an, parents) -> Optional[d
                             cst.GeneratorExp)):
             return None
         cur = parents.get(cur)
+    if hoist:  # the list is made in the tape, under a name (`_grad_plan`), and the comprehension reads it
+        return {"loop": True, "ys_keys": None, "over": comp, "element": True, "iter": head.iter, "var": var}
     return {"loop": True, "ys_keys": {head.iter.value}, "over": comp, "element": True}
+
+
+def _hoistable(it: cst.BaseExpression, comp: cst.CSTNode, an, parents) -> bool:
+    """A TF call as the iterable (`tf.unstack(y)`, `tf.split(y, 3)`), taken out of the statement
+    into the tape: it runs no code of its own, and the statement calls nothing but TF before it
+    could (no project code that might change what it reads)."""
+    if not isinstance(it, cst.Call) or an.tf_name(it) is None or not _only_tf_calls(it, an):
+        return False
+    stmt = parents.get(comp)
+    while stmt is not None and not isinstance(stmt, cst.SimpleStatementLine):
+        if isinstance(stmt, (cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
+            return False
+        stmt = parents.get(stmt)
+    return stmt is not None and len(stmt.body) == 1 and _only_tf_calls(stmt, an)
+
+
+def list_name(var: str) -> str:
+    """The hoisted list of a comprehension's targets: `component` -> `components`."""
+    stem = var[:-2] if len(var) > 2 and var[-2] == "_" and var[-1] in "ijk" else var  # `y_i` -> `ys`
+    return f"{stem}s" if not stem.endswith("s") and len(stem) > 0 else f"{stem}_list"
 
 
 def _only_tf_calls(node: cst.CSTNode, an, allow: tuple = ()) -> bool:

@@ -217,6 +217,16 @@ class BlockPlanner:
             c.ys_keys = {tname}
         else:
             c.ys_keys = ys_keys
+        if c.lifted is not None and c.lifted.get("iter") is not None:
+            # `[tf.gradients(y, x)[0] for y in tf.unstack(out)]`: the list is made inside the tape
+            it_expr = c.lifted["iter"]
+            name = c.names.get("iter") or an.names.fresh_in(per_index.list_name(c.lifted["var"]), self._function(c))
+            c.names["iter"] = name
+            it = item_for(an, it_expr, shadowed, frozenset(self.scope_locals))
+            it.fx.writes, it.fx.assigns = {name}, {name}
+            it.orig, it.hoist, it.owner, it.inert = None, (name, it_expr), c, False
+            pre.append(it)
+            c.lifted["ys_keys"], c.lifted["iter_name"] = {name}, name
         if c.lifted is not None and c.lifted.get("ys_keys"):
             c.ys_keys = set(c.lifted["ys_keys"])  # the targets are the elements of this list
         c.ys = ys_expr
