@@ -238,3 +238,18 @@ def test_a_parameter_read_only_as_an_index_carries_no_gradient(use, migrates):
         """)
     out, sites = migrate_text(src, "m.py")
     assert (sites[0].status == MIGRATED) == migrates, (sites[0].code, sites[0].reason)
+
+
+@pytest.mark.parametrize("use, migrates", [
+    ("y = tf.tanh(tf.matmul(x, W))", True),  # TF1's matmul raises below rank 2
+    ("y = tf.tanh(x @ W)", True),
+    ("y = tf.tanh(x) * 2.0", False),
+    ("z = tf.matmul(x * 1.0, W)\n    y = tf.tanh(x)", False),  # the matmul's operand is another tensor
+])
+def test_a_matmul_operand_has_rank_two_for_batch_jacobian(use, migrates):
+    src = ("import numpy as np\nimport tensorflow as tf\n"
+           "from tensorflow.python.ops.parallel_for.gradients import batch_jacobian\n\n"
+           "W = np.ones([3, 2], np.float32)\n\n\n"
+           "def f(x):\n    x = tf.identity(x)\n    " + use + "\n    return batch_jacobian(y, x)\n")
+    out, sites = migrate_text(src, "m.py")
+    assert (sites[0].status == MIGRATED) == migrates, (sites[0].code, sites[0].reason)

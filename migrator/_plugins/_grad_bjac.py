@@ -12,6 +12,7 @@ import libcst as cst
 
 from migrator._plugins._dataflow import effects, touches
 from migrator._plugins._grad_values import META_ATTRS
+from migrator.tfnames import descendants
 
 #: TF functions whose ops always pass a gradient for float inputs: a batch jacobian whose slice
 #: calls anything else may be unconnected (a list of the cuts missed rint, *_like, to_float: an
@@ -80,7 +81,9 @@ def min_rank(an, expr, binding, depth: int = 0) -> int:
         return 1 + (min(inner) if inner else 0)
     if isinstance(expr, cst.UnaryOperation):
         return min_rank(an, expr.expression, binding, depth + 1)
-    if isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, cst.MatrixMultiply):
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.MatrixMultiply):
+        return 2  # as tf.matmul
+    if isinstance(expr, cst.BinaryOperation):
         return max(min_rank(an, expr.left, binding, depth + 1), min_rank(an, expr.right, binding, depth + 1))
     if not isinstance(expr, cst.Call) or an.call_kind(expr) not in ("tf", "leaf"):
         return 0
@@ -108,9 +111,31 @@ def check_ranks(prover, c, k: int) -> None:
         j = prover._bind_at(name, k)
         return prover._binding_value(j, name) if j is not None else None
 
-    low = [e for e in (c.ys, c.xs) if min_rank(prover.an, e, binding) < 2]
+    low = [e for e in (c.ys, c.xs) if min_rank(prover.an, e, binding) < 2 and not _matmul_operand(prover, e, k)]
     if low:
         prover._assume(c, f"`{prover._code(low[0])}` has rank 2 or more (GradientTape.batch_jacobian raises on "
                           "rank 1, which TF1's batch_jacobian took)", prover._code(low[0]))
     else:
         c.proof.append("the target and the source have rank 2 or more, as GradientTape.batch_jacobian needs")
+
+
+def _matmul_operand(prover, expr, k: int) -> bool:
+    """``expr`` is a name that a line before the call, after its last binding, hands to
+    ``tf.matmul`` or ``@``: TF1 raises there on a rank below 2, so where the call runs the rank is
+    2 or more (a held-out program: `y = tf.tanh(tf.matmul(x, W))` before `batch_jacobian(y, x)`)."""
+    if not isinstance(expr, cst.Name):
+        return False
+    j = prover._bind_at(expr.value, k)
+    for i in range(0 if j is None else j + 1, k):
+        node = prover.flat[i].orig
+        if not isinstance(node, cst.SimpleStatementLine):
+            continue  # a compound statement may not run it
+        for n in descendants(node, (cst.Lambda, cst.FunctionDef, cst.ListComp, cst.SetComp, cst.DictComp,
+                                    cst.GeneratorExp, cst.IfExp, cst.BooleanOperation)):
+            operands = ([a.value for a in n.args[:2] if a.keyword is None] if isinstance(n, cst.Call) and (
+                prover.an.tf_name(n) or "").rsplit(".", 1)[-1] == "matmul" else
+                [n.left, n.right] if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.MatrixMultiply)
+                else [])
+            if any(isinstance(o, cst.Name) and o.value == expr.value for o in operands):
+                return True
+    return False
