@@ -28,6 +28,8 @@ _PLACEHOLDER = "__tfgradmigrate_magic_{}__"
 #: cell magics whose body is Python (black's list)
 PYTHON_CELL_MAGICS = frozenset({"capture", "prun", "pypy", "python", "python3", "time", "timeit"})
 _LINE_MAGIC = re.compile(r"^\s*(%|!)")
+#: magics that run code in the notebook's namespace (an adversarial run: `%run fakes.py` rebound `tf`)
+_BINDING_MAGIC = re.compile(r"^\s*%{1,2}(run|load|load_ext|reload_ext|store|autoreload|aimport|macro|rerun|recall)\b")
 _HELP = re.compile(r"^\s*(\?{1,2}\s*[\w.]|[\w.]+(\(\))?\s*\?{1,2}\s*$)")
 _ASSIGN_MAGIC = re.compile(r"^\s*(?P<target>[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
 #: gradient APIs a magic line may call: reported, never rewritten
@@ -114,6 +116,8 @@ def mask(index: int, text: str) -> Optional[Cell]:
             target = _ASSIGN_MAGIC.match(body) if not continued else None
             token = _PLACEHOLDER.format(len(cell.masks))
             placeholder = f"{target.group('target')} = {token}()" if target else f"{token}()"
+            if not target and _BINDING_MAGIC.match(body):
+                placeholder = f"exec({token}())"  # `%run x.py` runs code in this namespace: it may bind any name
             cell.masks[placeholder] = body.strip()
             out.append(indent + placeholder + line[len(body):])
             continued = body.endswith("\\")

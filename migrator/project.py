@@ -234,8 +234,13 @@ class Project:
             return True
         books = [p for p in (a, b) if p.endswith(".ipynb")]
         if books:  # no file imports a notebook: only what it loads runs with it (or `%run`s into it)
-            text = self.text(books[0]) or ""
-            if any(w in text for w in ("importlib", "__import__", "runpy", "exec(", "%run", "get_ipython")):
+            try:  # the raw cells: the parsed text has its magics masked (an adversarial run)
+                with open(books[0], encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                return True
+            if any(w in text for w in ("importlib", "__import__", "runpy", "exec(", "%run", "%load", "get_ipython",
+                                       "load_ipython_extension", "user_ns", "%%")):
                 return True
             return len(books) == 1 and (b if books[0] == a else a) in self.import_closure(books[0], depth)
         if self._dynamic is None:  # imports by computed name or path: anything may load anything

@@ -671,8 +671,10 @@ def test_a_target_list_other_code_holds_and_fills_after_the_tape_keeps_the_call(
     src, out, sites = _sites(_HELD.format(bind=bind, fill=fill, use=use))
     assert out == src
     (site,) = sites
-    assert site.status == MANUAL and site.code == "TFG130", site.reason
-    assert "after the tape, may fill it" in site.reason
+    # a loop or comprehension over `ys` is refused first for what the list holds (TFG125)
+    assert site.status == MANUAL and site.code == ("TFG130" if "return tf.gradients" in use else "TFG125"), \
+        site.reason
+    assert "after the tape, may fill it" in site.reason or site.code == "TFG125"
 
 
 @pytest.mark.parametrize("helper, held", [

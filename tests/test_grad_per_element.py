@@ -70,8 +70,9 @@ def test_a_list_the_targets_are_taken_from_is_checked_like_a_loop():
             return g, [tf.gradients(y, x)[0] for y in ys]
         """)
     out, sites = migrate_text(src, "m.py")
-    assert all(s.status == MIGRATED for s in sites), [(s.code, s.reason) for s in sites]
-    assert out.count("tape.gradient(y, x)") == 2
+    # the second list is `ys + [d]`, not a display of tensors made at once: not proven (TFG125)
+    assert [s.status for s in sites] == [MIGRATED, MANUAL], [(s.code, s.reason) for s in sites]
+    assert out.count("tape.gradient(y, x)") == 1 and sites[1].code == "TFG125"
 
 
 @pytest.mark.parametrize("stmt, migrates", [

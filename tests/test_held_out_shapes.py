@@ -32,9 +32,10 @@ def test_tf_constant_in_an_override_block_makes_no_op_that_matters():
     assert "tf.constant(2.0)" in out and "gradient_override_map" not in out
 
 
-@pytest.mark.parametrize("attr", ["graph", "G"])
-def test_an_attribute_named_graph_bound_to_the_default_graph_is_that_graph(attr):
-    # `self.graph = tf.get_default_graph()` was taken for `sess.graph` (TFG116); `self.G` migrated
+@pytest.mark.parametrize("attr, migrates", [("G", True), ("graph", False)])
+def test_an_attribute_named_graph_bound_to_the_default_graph_is_that_graph(attr, migrates):
+    # `self.graph = tf.get_default_graph()` stays an assumption (TFG116): a subclass in another file
+    # or `q.graph = tf.Graph()` may set it to another graph (an adversarial run); `self.G` migrates
     _src, out, sites = _run(f"""\
         import tensorflow as tf
 
@@ -47,7 +48,7 @@ def test_an_attribute_named_graph_bound_to_the_default_graph_is_that_graph(attr)
                 with self.{attr}.gradient_override_map({{"Round": "Identity"}}):
                     return tf.round(x * 3.0) / 3.0
         """)
-    assert [s.status for s in sites] == [MIGRATED], [(s.code, s.reason) for s in sites]
+    assert [s.status for s in sites] == [MIGRATED if migrates else MANUAL], [(s.code, s.reason) for s in sites]
 
 
 def test_a_session_graph_attribute_is_still_an_assumption():
@@ -62,9 +63,10 @@ def test_a_session_graph_attribute_is_still_an_assumption():
     assert out == src and [s.code for s in sites] == ["TFG116"]
 
 
-def test_a_gradient_through_a_migrated_override_wrapper_migrates():
-    # the override rewrite's own @tf.custom_gradient wrapper was "project code that may hand back
-    # a tensor made before the tape" (TFG129); its result reaches only its arguments
+def test_a_gradient_through_a_migrated_override_wrapper_is_an_unsafe_fix():
+    # the override rewrite's own @tf.custom_gradient wrapper: its result reaches only its arguments,
+    # but the name may be rebound (`op = _cached(op)`, another file's `main.op = ...`, a patched
+    # `tf.custom_gradient`: an adversarial run), so the gradient through it stays an assumption
     _src, out, sites = _run("""\
         import tensorflow as tf
 
@@ -75,8 +77,8 @@ def test_a_gradient_through_a_migrated_override_wrapper_migrates():
                 y = tf.round(x)
             return tf.gradients(tf.reduce_sum(y * x), x)[0]
         """)
-    assert {s.status for s in sites} == {MIGRATED}, [(s.code, s.reason) for s in sites]
-    assert "tape.gradient(target, x)" in out
+    assert [s.code for s in sites] == ["TFG001", "TFG129"], [(s.code, s.reason) for s in sites]
+    assert "round_straight_through(...)" in sites[1].reason
 
 
 def test_another_decorator_on_a_helper_keeps_the_assumption():
@@ -183,7 +185,8 @@ def test_the_line_that_makes_the_source_is_not_on_the_way_from_it(op, migrates):
 
 @pytest.mark.parametrize("n, migrates", [
     ("basis.shape[1]", True),
-    ("basis.get_shape()[1].value", True),
+    ("basis.get_shape()[1]", True),
+    ("basis.get_shape()[1].value", False),  # TF1's Dimension alone: the hoisted line would fail in TF2
     ("sizes[1]", False),  # an item of a list may change between the tape and the loop
     ("basis.shape[k]", False),
 ])

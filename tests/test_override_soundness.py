@@ -836,9 +836,43 @@ def test_where_makes_select_only_when_x_and_y_cannot_be_none():
 def test_function_possible_reads_none_defaults():
     info = function_info("tensorflow.where")
     both = Inputs()
-    assert function_possible("tensorflow.where", info, both, set(), False).lists == {("Where",)}
+    alone = function_possible("tensorflow.where", info, both, set(), False)
+    assert alone.primary == ("Where",) and not alone.differentiable  # a bool condition: no gradient
     given = function_possible("tensorflow.where", info, both, {"condition", "x", "y"}, False)
     assert given.lists == {("Select",), ("Where",)}
     shown = function_possible("tensorflow.where", info, both, {"condition", "x", "y"}, False,
                               not_none=frozenset({"x", "y"}))
     assert shown.lists == {("Select",)}
+
+
+def test_a_where_of_a_condition_alone_under_a_where_key_is_dead():
+    # `tf.where(c)` under {"Where": ...} crashed the migrator (StopIteration: adversarial run)
+    out, sites = migrate("""
+        import tensorflow as tf
+
+        @tf.RegisterGradient("G7")
+        def _g(op, grad):
+            return [None]
+
+        def f(x):
+            with tf.get_default_graph().gradient_override_map({"Where": "G7"}):
+                return tf.where(x > 0.0)
+        """)
+    assert {s.code for s in sites} >= {"TFG007"} and "gradient_override_map" not in out
+
+
+def test_a_maybe_python_value_of_tf_where_is_not_converted_to_the_condition_s_dtype():
+    # `tf.where(keep, x * x, ...)` became `convert_to_tensor(x * x, dtype=keep.dtype)`: bool (adversarial run)
+    out, sites = migrate("""
+        import tensorflow as tf
+
+        @tf.RegisterGradient("S7")
+        def _g(op, grad):
+            return [None, 2.0 * grad, 3.0 * grad]
+
+        def f(x):
+            keep = x > 0.0
+            with tf.get_default_graph().gradient_override_map({"Select": "S7"}):
+                return tf.where(keep, x * x, tf.zeros_like(x) + 0.5)
+        """)
+    assert "keep.dtype" not in out

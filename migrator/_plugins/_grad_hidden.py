@@ -148,8 +148,7 @@ def collection_read(an, node: cst.CSTNode) -> Optional[cst.Call]:
 
 
 #: builtins that keep no reference to what they are given
-_KEEPS_NOTHING = frozenset({"print", "len", "range", "float", "int", "bool", "str", "isinstance", "repr", "abs",
-                            "enumerate", "zip", "reversed"})
+_KEEPS_NOTHING = frozenset({"print", "len", "range", "float", "int", "bool", "str", "isinstance", "repr", "abs"})
 
 
 def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
@@ -365,8 +364,10 @@ def _unknown(an, call: cst.Call, lists: set = frozenset()) -> bool:
             and func.attr.value in _LIST_METHODS:
         return False
     names = qnames(func, an.qn)
-    if names and all(q.startswith("numpy.") for q in names):
-        return False  # NumPy copies or reads what it is given; it fills no Python list
+    if names and all(q.startswith("numpy.") for q in names) and not any(
+            isinstance(a.value, (cst.Lambda, cst.Attribute)) or isinstance(a.value, cst.Name) and (
+                a.value.value in getattr(an.closed, "defs", {})) for a in call.args):
+        return False  # NumPy copies or reads what it is given, unless it is handed code (`np.fromfunction(f)`)
     return not (isinstance(func, cst.Name) and func.value in _KEEPS_NOTHING and names == {f"builtins.{func.value}"})
 
 

@@ -41,7 +41,7 @@ def home(c: Call, parents, an=None) -> tuple[cst.CSTNode, cst.BaseSuite]:
         return stmt, block
     src_keys = {k for k, _ in xs}
     slice_keys: Optional[set] = None
-    loop = False
+    loop = display = False
     while True:
         if _computed_before(block, stmt, slice_keys or ys_keys):
             break
@@ -74,6 +74,7 @@ def home(c: Call, parents, an=None) -> tuple[cst.CSTNode, cst.BaseSuite]:
                     set(header) != set(ys_keys) and shown is None:
                 break
             new_slice = {key} if key is not None else shown
+            display = shown is not None  # the loop variable takes these names' tensors, not a list's items
             # the body must not change the list it iterates (`losses.append(t)` adds an iteration
             # over a tensor made after the tape: an adversarial run), directly or through a call
             body_fx = an.item(owner).fx if an is not None else effects(owner.body)
@@ -84,7 +85,7 @@ def home(c: Call, parents, an=None) -> tuple[cst.CSTNode, cst.BaseSuite]:
             break
         stmt, block, slice_keys = outer_stmt, outer_block, new_slice
         loop = loop or isinstance(owner, (cst.For, cst.While))
-        c.lifted = {"loop": loop, "ys_keys": slice_keys, "over": owner}
+        c.lifted = {"loop": loop, "ys_keys": slice_keys, "over": owner, "display": display}
     if c.lifted is not None and c.lifted.get("loop"):
         c.persistent = True  # one tape, one gradient per iteration
     return stmt, block
@@ -136,10 +137,9 @@ def _display_keys(owner: cst.For, ys_keys: set) -> Optional[set]:
                     for e in item.elements):
                 return None
             item = item.elements[pos].value
-        key = dotted(item)
-        if key is None:
-            return None
-        keys.add(key)
+        if not isinstance(item, cst.Name):
+            return None  # an attribute may be a property that makes a new tensor after the tape
+        keys.add(item.value)
     return keys
 
 

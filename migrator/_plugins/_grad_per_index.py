@@ -49,7 +49,7 @@ def comprehension(comp: cst.CSTNode, child: cst.CSTNode, an) -> Optional[dict]:
     calls nothing but TF (no code that could change what the slices read between iterations)."""
     if not isinstance(comp, cst.ListComp) or child is not comp.elt:
         return None
-    if not _only_tf_calls(comp.elt, an):
+    if not only_tf_calls(comp.elt, an):
         return None
     return _header(comp.for_in.target, comp.for_in.iter, comp, an) if (
         comp.for_in.inner_for_in is None and not comp.for_in.ifs and comp.for_in.asynchronous is None) else None
@@ -63,7 +63,7 @@ def loop(owner: cst.CSTNode, stmt: cst.CSTNode, an) -> Optional[dict]:
         return None
     if not isinstance(owner.body, cst.IndentedBlock) or len(owner.body.body) != 1 or owner.body.body[0] is not stmt:
         return None
-    if _leaves_early(owner.body) or not _only_tf_calls(stmt, an, allow=("append",)):
+    if _leaves_early(owner.body) or not only_tf_calls(stmt, an, allow=("append",)):
         return None
     return _header(owner.target, owner.iter, owner, an)
 
@@ -88,7 +88,7 @@ def element(c, comp: cst.CSTNode, child: cst.CSTNode, an, parents) -> Optional[d
         return None
     if not isinstance(c.ys, cst.Name) or c.ys.value != var or dotted(head.iter) == var:
         return None
-    if _reads(c.xs, var) or any(_reads(v, var) for v in c.kwargs.values()) or not _only_tf_calls(comp.elt, an):
+    if _reads(c.xs, var) or any(_reads(v, var) for v in c.kwargs.values()) or not only_tf_calls(comp.elt, an):
         return None
     cur = parents.get(comp)
     while cur is not None and not isinstance(cur, (cst.FunctionDef, cst.Module)):
@@ -96,6 +96,8 @@ def element(c, comp: cst.CSTNode, child: cst.CSTNode, an, parents) -> Optional[d
                             cst.GeneratorExp)):
             return None
         cur = parents.get(cur)
+    if not _plain_statement(comp, an, parents):
+        return None  # `(ys.append(t), [... for y in ys])[1]`: the statement may change `ys` first
     if hoist:  # the list is made in the tape, under a name (`_grad_plan`), and the comprehension reads it
         return {"loop": True, "ys_keys": None, "over": comp, "element": True, "iter": head.iter, "var": var}
     return {"loop": True, "ys_keys": {head.iter.value}, "over": comp, "element": True}
@@ -105,14 +107,19 @@ def _hoistable(it: cst.BaseExpression, comp: cst.CSTNode, an, parents) -> bool:
     """A TF call as the iterable (`tf.unstack(y)`, `tf.split(y, 3)`), taken out of the statement
     into the tape: it runs no code of its own, and the statement calls nothing but TF before it
     could (no project code that might change what it reads)."""
-    if not isinstance(it, cst.Call) or an.tf_name(it) is None or not _only_tf_calls(it, an):
-        return False
+    return isinstance(it, cst.Call) and an.tf_name(it) in ("tensorflow.unstack", "tensorflow.split") \
+        and only_tf_calls(it, an) and _plain_statement(comp, an, parents)
+
+
+def _plain_statement(comp: cst.CSTNode, an, parents) -> bool:
+    """The comprehension's line is one statement that calls nothing but TF (no project code, no
+    callback, no walrus that could change the list or the sources before the comprehension runs)."""
     stmt = parents.get(comp)
     while stmt is not None and not isinstance(stmt, cst.SimpleStatementLine):
         if isinstance(stmt, (cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
             return False
         stmt = parents.get(stmt)
-    return stmt is not None and len(stmt.body) == 1 and _only_tf_calls(stmt, an)
+    return stmt is not None and len(stmt.body) == 1 and only_tf_calls(stmt, an)
 
 
 def list_name(var: str) -> str:
@@ -121,11 +128,20 @@ def list_name(var: str) -> str:
     return f"{stem}s" if not stem.endswith("s") and len(stem) > 0 else f"{stem}_list"
 
 
-def _only_tf_calls(node: cst.CSTNode, an, allow: tuple = ()) -> bool:
+#: TF functions that run Python code they are handed (`tf.nest.map_structure(ys.append, t)`)
+_CALLING_TF = frozenset({"map_structure", "map_structure_up_to", "map_fn", "scan", "foldl", "foldr", "while_loop",
+                         "cond", "case", "switch_case", "py_func", "numpy_function", "py_function", "vectorized_map",
+                         "custom_gradient", "function", "recompute_grad", "make_template"})
+
+
+def only_tf_calls(node: cst.CSTNode, an, allow: tuple = ()) -> bool:
+    """``node`` calls nothing but TF functions that run no code of the program (and the methods
+    ``allow`` names), and binds nothing (no walrus, `global`, lambda)."""
     todo = [node]
     while todo:
         n = todo.pop()
-        if isinstance(n, cst.Call) and an.tf_name(n) is None and not (
+        name = an.tf_name(n) if isinstance(n, cst.Call) else None
+        if isinstance(n, cst.Call) and (name is None or name.rsplit(".", 1)[-1] in _CALLING_TF) and not (
                 isinstance(n.func, cst.Attribute) and n.func.attr.value in allow):
             return False
         if isinstance(n, (cst.Global, cst.Nonlocal, cst.NamedExpr, cst.Lambda)):
@@ -144,17 +160,17 @@ def _header(target, it, over, an) -> Optional[dict]:
     # must agree (`range(1, 3)` would read the wrong slice, or past the end)
     if len(it.args) != 1 or it.args[0].keyword is not None or it.args[0].star or not _plain(it.args[0].value):
         return None
+    if isinstance(it.args[0].value, cst.Subscript) and an.project.grep(b"shape", r"def\s+shape\s*\(") != []:
+        return None  # a project class's `shape` property may change between two reads (an adversarial run)
     return {"var": target.value, "range": it, "over": over}
 
 
 def _plain(expr: cst.BaseExpression) -> bool:
     """Names, attributes, numbers and arithmetic of them, and a static dimension
-    (``y.shape[1]``, ``y.get_shape()[1].value``: a tensor's shape never changes): the same
-    value when evaluated again."""
+    (``y.shape[1]``, ``y.get_shape()[1]``: a tensor's shape never changes; `.value` is TF1's
+    alone): the same value when evaluated again."""
     if isinstance(expr, (cst.Integer, cst.Name)) or dotted(expr) is not None:
         return True
-    if isinstance(expr, cst.Attribute) and expr.attr.value == "value":
-        expr = expr.value
     if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
             and isinstance(expr.slice[0].slice.value, cst.Integer):
         base = expr.value

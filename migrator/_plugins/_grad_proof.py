@@ -36,6 +36,8 @@ from migrator._plugins._grad_fresh import stashes
 from migrator._plugins._grad_hints import (attribute_from_sources, index_only, literal_built, mutating_line,
                                           one_origin, outside_ys_reason, set_elsewhere, where_to_open, ys_text)
 from migrator._plugins._grad_model import STATE, TRAINABLE, BlockScope, Call, Item, Refuse, Source
+from migrator._plugins._grad_lifted import lifted_refusal
+from migrator._plugins._grad_per_index import only_tf_calls
 from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
@@ -162,6 +164,8 @@ class Prover(WatchProof, CallsProof):
         c.proof.insert(0, f"the tape spans {span}: every line whose result (names, objects, graph state) reaches "
                           "the targets")
         if c.lifted is not None:
+            if why := lifted_refusal(self, c):
+                raise Refuse("TFG125", why)
             over = c.lifted["over"]
             kind = type(over).__name__.lower()
             c.proof.append(f"the call sits in the `{kind}` at line {self.an.line(over)}, which rebinds neither the "
@@ -206,8 +210,8 @@ class Prover(WatchProof, CallsProof):
 
     def _gradient_cut(self, S: list) -> Optional[str]:
         # the line that makes a source (`x = tf.placeholder(...)`) is not on the way from it
-        nodes = [self.flat[i].node for i in S
-                 if not self.flat[i].fx.assigns or not self.flat[i].fx.assigns <= self.keys]
+        nodes = [self.flat[i].node for i in S if not self.flat[i].fx.assigns <= self.keys or not
+                 self.flat[i].fx.assigns or not only_tf_calls(self.flat[i].node, self.an)]
         return gradient_cut(self.an, [n for n in nodes if n is not None], self._code, self.keys)
 
     def _sources(self, c: Call, k: int) -> list[Source]:

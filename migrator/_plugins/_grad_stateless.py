@@ -117,6 +117,26 @@ def _top_index(fn: ast.FunctionDef, stmt: ast.stmt) -> Optional[int]:
     return next((i for i, s in enumerate(fn.body) if s is stmt), None)
 
 
+def _escapes(fn: ast.FunctionDef, name: str, pure: set, seen: Optional[set] = None) -> bool:
+    """``name`` is read in ``fn`` other than by a ``return`` or as an operand or argument of a
+    TF/NumPy op (`h = tf.sin(x); return h * 2`): it may be handed to something that keeps it."""
+    local = local_names(fn)
+    returned = {id(n) for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None
+                for n in ast.walk(r.value)}
+    operand = {id(n) for b in ast.walk(fn) if isinstance(b, (ast.BinOp, ast.UnaryOp, ast.Compare))
+               for n in ast.iter_child_nodes(b)}
+    operand |= {id(a) for call in ast.walk(fn) if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and (_chain(call.func) or [""])[0] in pure - local for a in call.args}
+    # `D_out = D_last`: a read that binds another local is fine if that one does not escape either
+    aliases = {id(a.value): a.targets[0].id for a in ast.walk(fn) if isinstance(a, ast.Assign)
+               and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and isinstance(a.value, ast.Name)}
+    seen = (seen or set()) | {name}
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+               and id(n) not in returned and id(n) not in operand
+               and (id(n) not in aliases or aliases[id(n)] in seen or _escapes(fn, aliases[id(n)], pure, seen))
+               for n in ast.walk(fn))
+
+
 def _last_binding(fn: ast.FunctionDef, name: str, before: int) -> Optional[tuple]:
     """(value, index) of the last plain ``name = value`` among ``fn``'s top-level statements
     before ``before``, when no later statement before it may bind ``name`` (a loop, an ``if``):
@@ -138,6 +158,8 @@ def _made_in_call(v: Optional[ast.AST], pure: set, fn: ast.FunctionDef, depth: i
         return True
     if isinstance(v, (ast.Tuple, ast.List)):
         return all(not isinstance(e, ast.Starred) and _made_in_call(e, pure, fn, depth, before) for e in v.elts)
+    if isinstance(v, ast.Name) and _escapes(fn, v.id, pure):
+        return False  # `r = []; REG.append(r); return r`: another holder may fill it (an adversarial run)
     if isinstance(v, ast.Name) and before is not None and depth < 6:
         last = _last_binding(fn, v.id, before)
         if last is not None:
@@ -147,8 +169,8 @@ def _made_in_call(v: Optional[ast.AST], pure: set, fn: ast.FunctionDef, depth: i
         return isinstance(v.slice, ast.Slice) or isinstance(v.slice, ast.Tuple) and any(
             isinstance(e, ast.Slice) for e in v.slice.elts)
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute):
-        chain = _chain(v.func)
-        return chain is not None and chain[0] in pure
+        chain = _chain(v.func)  # `np = Box(); return np.get()`: a local named like the module is not it
+        return chain is not None and chain[0] in pure and chain[0] not in local_names(fn)
     if isinstance(v, ast.Name) and depth < 3:
         values = _plain_values(fn, v.id)
         return bool(values) and all(_made_in_call(x, pure, fn, depth + 1) for x in values)
@@ -159,18 +181,22 @@ def _new_value(v: Optional[ast.AST], pure: set, fn: Optional[ast.FunctionDef] = 
     """A value made here that is none of the function's objects: a number, a string, None, a
     TF/NumPy call (it returns a tensor or array, never a list it was given), arithmetic of those,
     or a local every binding of which is one (`out = tf.sigmoid(h); return out`)."""
+    return _new_in(v, pure, fn, local_names(fn) if fn is not None else None)
+
+
+def _new_in(v: Optional[ast.AST], pure: set, fn: Optional[ast.FunctionDef], local: Optional[set]) -> bool:
     if v is None or isinstance(v, ast.Constant):
         return True
     if isinstance(v, ast.Name) and fn is not None:
         values = _plain_values(fn, v.id)
-        return bool(values) and all(_new_value(x, pure) for x in values)
+        return bool(values) and all(_new_in(x, pure, None, local) for x in values)
     if isinstance(v, ast.BinOp):
-        return _new_value(v.left, pure) and _new_value(v.right, pure)
+        return _new_in(v.left, pure, None, local) and _new_in(v.right, pure, None, local)
     if isinstance(v, ast.UnaryOp):
-        return _new_value(v.operand, pure)
+        return _new_in(v.operand, pure, None, local)
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute):
-        chain = _chain(v.func)
-        return chain is not None and chain[0] in pure
+        chain = _chain(v.func)  # a local named like the module (`np = Box()`) is not it: adversarial run
+        return chain is not None and chain[0] in pure and (local is None or chain[0] not in local)
     return False
 
 

@@ -326,11 +326,9 @@ class Closedness:
 
     def _check(self, fn: cst.FunctionDef) -> bool:
         if fn.decorators:
-            # lru_cache, property, ...: a decorator may cache or wrap.  `@tf.custom_gradient` hands
-            # back new tensors whose gradient reaches only its arguments (and the variables it
-            # reads), whatever the body computes: the override rewrite's own wrappers are these
-            return len(fn.decorators) == 1 and tf_name(fn.decorators[0].decorator, self.qn) == \
-                "tensorflow.custom_gradient"
+            # lru_cache, property, ...: a decorator may cache or wrap; `@tf.custom_gradient` too, as
+            # far as the name goes: the module or another file may rebind it (`op = _cached(op)`)
+            return False
         fx = effects(fn.body)
         local = set(param_names(fn)) | fx.writes
         if {m.split(".")[0] for m in fx.mutates} - (fx.assigns - set(param_names(fn))):

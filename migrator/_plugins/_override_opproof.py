@@ -192,8 +192,10 @@ def function_possible(name: str, info: dict, inputs: Inputs, given: set[str], ha
             if names & not_none:
                 continue
             if not names & given and all(p in defaults and defaults[p] is None for p in names):
-                primary = tuple(op["type"] for op in ops)  # left out, so None: only this variant
-                continue
+                # left out, so None: only this variant (`tf.where(c)`: a Where of a bool condition, whose
+                # int64 output no gradient reaches)
+                return Possible(set(), tuple(op["type"] for op in ops), [], ["a bool condition alone"],
+                                differentiable=False)
         if names & given:
             extra.append(tuple(op["type"] for op in ops))
     if "dtype=input dtype" in info.get("arg_variants", {}):

@@ -443,18 +443,19 @@ class OpScanner:
                     cand.const_nodes[slot] = expr
                 continue
             if value.kind == UNKNOWN and first_tensor is not None:
-                prev = [e for e in cand.input_exprs]
-                if dotted(prev[0]) is not None:
-                    cand.convert[len(cand.input_exprs)] = code(prev[0])
+                ref = code(cand.input_exprs[cand.slots.index(first_tensor)])
+                if dotted(cand.input_exprs[cand.slots.index(first_tensor)]) is not None:
+                    cand.convert[len(cand.input_exprs)] = ref
                 else:
                     self.ev.assume(f"`{code(expr)}` is a tensor", _AMBIGUOUS,
                                    f"`{code(expr)}` may be a Python number, which TF1 converted to the dtype of "
-                                   f"`{code(prev[0])}`; bind `{code(prev[0])}` to a name")
+                                   f"`{ref}`; bind `{ref}` to a name")
             cand.slots.append(slot)
             cand.input_exprs.append(expr)
             cand.input_names.append(pname)
             positions.append(pos)
-            first_tensor = slot if first_tensor is None else first_tensor
+            if not (op_type in ("Select", "SelectV2") and pname == "condition"):  # bool: not the values' dtype
+                first_tensor = slot if first_tensor is None else first_tensor
         for pname, (_i, expr) in bound.items():
             if pname in inputs:
                 continue

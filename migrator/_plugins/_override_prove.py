@@ -71,13 +71,14 @@ class Prover:
             raise self._not_graph(expr)
         if self._switched_here(block, key, ev):
             return
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "graph":
+            # `sess.graph`; also `self.graph = tf.get_default_graph()`, which a subclass or another
+            # file may set to another graph (an adversarial run; `self.G` has that gap too)
+            self._session_graph(block, expr, ev)
+            return
         bound = block.scope.lookup_assigns(key)
         if bound is None and "." in key:
             bound = block.scope.module().assigns.get(key)
-        if isinstance(expr, cst.Attribute) and expr.attr.value == "graph" and not (
-                bound and all(self.is_default_graph_call(v, block.scope) for _s, v in bound)):
-            self._session_graph(block, expr, ev)  # `sess.graph`, not `self.graph = tf.get_default_graph()`
-            return
         for _ in range(3):  # `h = g` with `g = tf.get_default_graph()` in the same function
             if not (bound and len(bound) == 1 and isinstance(bound[0][1], cst.Name)):
                 break
