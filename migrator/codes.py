@@ -62,8 +62,11 @@ CODES: dict[str, tuple[str, str]] = {
                "apply tf.stop_gradient to those tensors where ys is computed, then use a tape"),
     "TFG124": ("sources are not plain names or attributes",
                "bind the sources to names before the call, or use model.trainable_variables with a tape"),
-    "TFG125": ("tf.gradients inside a loop over values computed before the loop",
-               "open the tape around the computation of each value"),
+    "TFG125": ("tf.gradients inside a loop (or comprehension) over values computed before it, where one tape "
+               "cannot be lifted around them: the loop changes what it walks, or the items are not shown to be "
+               "tensors made at once",
+               "open the tape around the computation of each value, or bind the losses to a list display of "
+               "tensors first"),
     "TFG126": ("a tape here would record nothing (ys does not depend on xs in this block)",
                "check the call: TF1 returned None for every source"),
     "TFG127": ("keras.backend.gradients is graph-only",
