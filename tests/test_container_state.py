@@ -682,7 +682,7 @@ def test_a_target_list_other_code_holds_and_fills_after_the_tape_keeps_the_call(
     ("def get(x):\n    u = KEEP\n    return u", True),
     ("def get(x):\n    return [tf.sin(x)]", False),
     ("def get(x):\n    h = tf.sin(x)\n    return [h[:, 0:1]]", False),
-    ("def get(x):\n    return KEEP[:]", False),  # a copy: nothing else holds it
+    ("def get(x):\n    return KEEP[:]", True),  # a copy, but its items are KEEP's (`KEEP = [[]]`)
     # the value at the return is the last top-level binding before it, whatever came earlier
     ("def get(x):\n    h = KEEP\n    for _ in range(2):\n        h = [tf.sin(x)]\n    h = [x * 1.0]\n    return h",
      False),

@@ -165,9 +165,9 @@ def _made_in_call(v: Optional[ast.AST], pure: set, fn: ast.FunctionDef, depth: i
         if last is not None:
             return _made_in_call(last[0], pure, fn, depth + 1, last[1])
     if isinstance(v, ast.Subscript):
-        # `x[1:3]` copies a list; `x[:, 1:2]` is a tensor or array's slice: a new object either way
-        return isinstance(v.slice, ast.Slice) or isinstance(v.slice, ast.Tuple) and any(
-            isinstance(e, ast.Slice) for e in v.slice.elts)
+        # `x[:, 1:2]` is a tensor or array's slice, a new object; `KEEP[:]` copies a list but shares its
+        # items (`KEEP = [[]]`: an adversarial run filled `ys[0]` through KEEP)
+        return isinstance(v.slice, ast.Tuple) and any(isinstance(e, ast.Slice) for e in v.slice.elts)
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute):
         chain = _chain(v.func)  # `np = Box(); return np.get()`: a local named like the module is not it
         return chain is not None and chain[0] in pure and chain[0] not in local_names(fn)
