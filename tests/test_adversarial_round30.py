@@ -80,3 +80,17 @@ def test_a_magic_that_runs_code_in_the_notebook_may_rebind_tf(tmp_path):
     (result,) = [r for r in runner.run([path], opts).results if r.path.endswith("nb.ipynb")]
     assert [s.status for s in result.sites] == [MANUAL], [(s.code, s.reason) for s in result.sites]
     assert textwrap.dedent(cells[1]) in open(path).read()
+
+
+@pytest.mark.parametrize("bind", [
+    "    ys = []; ys = KEEP\n",  # the last binding on the line
+    "    match KEEP:\n        case ys:\n            pass\n",
+    "    ys = KEEP + []\n",  # a project list class's `__add__` hands back itself
+])
+def test_more_ways_to_hold_a_list_other_code_fills(bind):
+    src = ("import tensorflow as tf\n\n\nclass Acc(list):\n    def __add__(self, other):\n        return self\n\n\n"
+           "KEEP = Acc()\n\n\ndef stash(v):\n    KEEP.append(v * 5.0)\n\n\n"
+           "def f():\n    x = tf.constant([0.5, 1.0, -2.0])\n" + bind +
+           "    ys.append(x * 2.0)\n    d = tf.sin(x)\n    stash(d)\n    return tf.gradients(ys, x)[0]\n")
+    out, sites = migrate_text(src, "m.py")
+    assert out == src and [s.status for s in sites] == [MANUAL], [(s.code, s.reason) for s in sites]

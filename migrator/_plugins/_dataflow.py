@@ -153,6 +153,14 @@ class _Collector(cst.CSTVisitor):
             self._target(node.target)
         return False
 
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:  # `case ys:` binds `ys`
+        if node.name is not None:
+            self._write(node.name.value, True)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        if node.name is not None:
+            self._write(node.name.value, True)
+
     def visit_NamedExpr(self, node: cst.NamedExpr) -> bool:
         node.value.visit(self)
         self._target(node.target)

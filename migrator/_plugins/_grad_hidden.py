@@ -12,7 +12,9 @@ import libcst as cst
 
 from migrator._flow_model import GRAPH_LOOKUPS, GRAPH_WALKS
 from migrator._plugins._dataflow import effects, function_locals
-from migrator._plugins._grad_stateless import fresh_result_call, stateless_function_call, stateless_self_call
+from migrator._plugins._grad_per_index import CALLING_TF
+from migrator._plugins._grad_stateless import (fresh_result_call, no_hooks, stateless_function_call,
+                                              stateless_self_call)
 from migrator._plugins._grad_values import call_kind, calls_in, qnames
 from migrator.tfnames import DYNAMIC_BINDERS, descendants, dotted
 
@@ -192,6 +194,13 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
             f"may fill it {tail}")
 
 
+def _arithmetic(an, value) -> bool:
+    """Operators on values that are not lists: no display among the operands (`[t] + zs` is a new
+    list), and no project class whose operator could hand back a list it holds (`KEEP + []`)."""
+    return isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) and not any(
+        isinstance(n, (cst.List, cst.Tuple, cst.ListComp)) for n in descendants(value)) and no_hooks(an.project)
+
+
 def _held_elsewhere(an, flat: list, upto: int, containers: set) -> Optional[tuple]:
     """(name, value or None, line) of a container bound to an object something else holds too:
     `ys = KEEP` (a module-level list a function fills by name), `ys = self.losses`, `ys =
@@ -222,14 +231,19 @@ def _bindings(an, stmt: cst.CSTNode, name: str):
     if isinstance(stmt, cst.SimpleStatementLine):
         yield an.line(stmt), _assigned(stmt, name)
         return
+    in_lines = False
     for n in descendants(stmt, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.SimpleStatementLine)):
         if isinstance(n, cst.SimpleStatementLine) and name in effects(n).assigns:
+            in_lines = True
             yield an.line(n), _assigned(n, name)
         elif isinstance(n, (cst.For, cst.CompFor)) and _names(n.target, name) or \
                 isinstance(n, cst.WithItem) and n.asname is not None and _names(n.asname.name, name) or \
                 isinstance(n, cst.ExceptHandler) and n.name is not None and _names(n.name.name, name) or \
-                isinstance(n, cst.NamedExpr) and _names(n.target, name):
+                isinstance(n, cst.NamedExpr) and _names(n.target, name) or \
+                isinstance(n, cst.MatchAs) and n.name is not None and n.name.value == name:
             yield an.line(stmt), _UNFOLLOWED
+    if not in_lines:
+        yield an.line(stmt), _UNFOLLOWED  # bound by the statement some other way (`match KEEP: case ys:`)
 
 
 def _names(target: cst.CSTNode, name: str) -> bool:
@@ -241,7 +255,7 @@ def _assigned(stmt: cst.CSTNode, name: str):
     matching item of ``name, n = value, 0``; None for an item of something unpacked (a call's
     result); ``_ARITH`` for ``name += v``; ``_UNFOLLOWED`` for any other binding."""
     body = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
-    for small in body:
+    for small in reversed(body):  # `ys = []; ys = KEEP`: the last binding on the line counts
         if isinstance(small, cst.Assign):
             for t in small.targets:
                 found = _matching(t.target, small.value, name)
@@ -281,6 +295,8 @@ def _existing(an, value: cst.BaseExpression) -> bool:
     keep it returns (`ys = get_keep()`; not TF's, not a function or method that stores nothing)."""
     if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
         return not (isinstance(value, cst.Name) and value.value in ("None", "True", "False"))
+    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
+        return not no_hooks(an.project)  # a project list class's `__add__` may hand back itself
     if isinstance(value, cst.IfExp):
         return _existing(an, value.body) or _existing(an, value.orelse)
     if isinstance(value, cst.BooleanOperation):
@@ -357,7 +373,10 @@ def _unknown(an, call: cst.Call, lists: set = frozenset()) -> bool:
     """Code that may keep what it is given and fill it later: not TF's, not a plain builtin, not
     a method of a list this function made (`losses.append(loss)`: a held-out repository), not
     this module's function that stores nothing."""
-    if an.tf_name(call) is not None or stateless_function_call(an, call):
+    name = an.tf_name(call)
+    if name is not None and name.rsplit(".", 1)[-1] in CALLING_TF:
+        return True  # `tf.nest.map_structure(stash, d)` runs the program's code
+    if name is not None or stateless_function_call(an, call):
         return False
     func = call.func
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in lists \
@@ -368,7 +387,9 @@ def _unknown(an, call: cst.Call, lists: set = frozenset()) -> bool:
             isinstance(a.value, (cst.Lambda, cst.Attribute)) or isinstance(a.value, cst.Name) and (
                 a.value.value in getattr(an.closed, "defs", {})) for a in call.args):
         return False  # NumPy copies or reads what it is given, unless it is handed code (`np.fromfunction(f)`)
-    return not (isinstance(func, cst.Name) and func.value in _KEEPS_NOTHING and names == {f"builtins.{func.value}"})
+    # `len(h)` runs a project class's `__len__`, `zip(h)` its `__iter__` (an adversarial run)
+    return not (isinstance(func, cst.Name) and func.value in _KEEPS_NOTHING and names == {f"builtins.{func.value}"}
+                and no_hooks(an.project))
 
 
 _LIST_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "pop", "remove", "clear"})
@@ -407,7 +428,7 @@ def _holds_list(an, flat: list, upto: int, name: str) -> bool:
         if it.orig is not None and not it.dead and name in it.fx.assigns:
             for _line, value in _bindings(an, it.orig, name):
                 if value is None or value is _UNFOLLOWED or not (
-                        value is _ARITH or isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) or
+                        value is _ARITH or _arithmetic(an, value) or
                         isinstance(value, cst.Call) and an.tf_name(value) is not None):
                     return True
     return False

@@ -129,7 +129,7 @@ def list_name(var: str) -> str:
 
 
 #: TF functions that run Python code they are handed (`tf.nest.map_structure(ys.append, t)`)
-_CALLING_TF = frozenset({"map_structure", "map_structure_up_to", "map_fn", "scan", "foldl", "foldr", "while_loop",
+CALLING_TF = frozenset({"map_structure", "map_structure_up_to", "map_fn", "scan", "foldl", "foldr", "while_loop",
                          "cond", "case", "switch_case", "py_func", "numpy_function", "py_function", "vectorized_map",
                          "custom_gradient", "function", "recompute_grad", "make_template"})
 
@@ -141,7 +141,7 @@ def only_tf_calls(node: cst.CSTNode, an, allow: tuple = ()) -> bool:
     while todo:
         n = todo.pop()
         name = an.tf_name(n) if isinstance(n, cst.Call) else None
-        if isinstance(n, cst.Call) and (name is None or name.rsplit(".", 1)[-1] in _CALLING_TF) and not (
+        if isinstance(n, cst.Call) and (name is None or name.rsplit(".", 1)[-1] in CALLING_TF) and not (
                 isinstance(n.func, cst.Attribute) and n.func.attr.value in allow):
             return False
         if isinstance(n, (cst.Global, cst.Nonlocal, cst.NamedExpr, cst.Lambda)):

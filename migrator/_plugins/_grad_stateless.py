@@ -231,6 +231,11 @@ def no_item_hooks(project) -> bool:
     return project.__dict__["_no_item_hooks"]
 
 
+def no_hooks(project) -> bool:
+    """No operator, item or hook method anywhere in the project (public name)."""
+    return _no_hooks(project)
+
+
 def _no_hooks(project) -> bool:
     """No operator, item or hook method anywhere in the project: ``a + b``, ``w[l]`` and
     ``isinstance`` then run no project code (found once per project)."""
