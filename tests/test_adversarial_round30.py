@@ -32,6 +32,14 @@ def stash(v):
     "def helper():\n    r = []\n    REG.append(r)\n    return r\n\n\ndef push(v):\n    REG[0].append(v * 5.0)\n\n\n"
     "def f():\n    x = tf.constant([0.5, 1.0])\n    ys = helper()\n    ys.append(x * 2.0)\n"
     "    d = tf.sin(x)\n    push(d)\n    return tf.gradients(ys, x)[0]\n",
+    # the graph's own collection list, directly or through a helper, filled by add_to_collection
+    "def f():\n    x = tf.constant([0.5, 1.0])\n    ys = tf.compat.v1.get_collection_ref('mine')\n"
+    "    ys.append(x * 2.0)\n    d = tf.sin(x)\n    tf.compat.v1.add_to_collection('mine', d * 5.0)\n"
+    "    return tf.gradients(ys, x)[0]\n",
+    "def coll():\n    return tf.compat.v1.get_collection_ref('mine')\n\n\n"
+    "def f():\n    x = tf.constant([0.5, 1.0])\n    ys = coll()\n"
+    "    ys.append(x * 2.0)\n    d = tf.sin(x)\n    tf.compat.v1.add_to_collection('mine', d * 5.0)\n"
+    "    return tf.gradients(ys, x)[0]\n",
     # a local named like numpy
     "class Box:\n    def get(self):\n        return KEEP\n\n\ndef helper():\n    np = Box()\n    return np.get()\n\n\n"
     "def f():\n    x = tf.constant([0.5, 1.0])\n    ys = helper()\n    ys.append(x * 2.0)\n    d = tf.sin(x)\n"

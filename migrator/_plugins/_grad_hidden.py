@@ -301,6 +301,8 @@ def _existing(an, value: cst.BaseExpression) -> bool:
         return _existing(an, value.body) or _existing(an, value.orelse)
     if isinstance(value, cst.BooleanOperation):
         return _existing(an, value.left) or _existing(an, value.right)
+    if isinstance(value, cst.Call) and an.call_kind(value) == "state":
+        return True  # a graph collection's own list
     if isinstance(value, cst.Call):
         return an.tf_name(value) is None and not stateless_function_call(an, value) and \
             not stateless_self_call(an, value) and not fresh_result_call(an, value)
@@ -374,8 +376,8 @@ def _unknown(an, call: cst.Call, lists: set = frozenset()) -> bool:
     a method of a list this function made (`losses.append(loss)`: a held-out repository), not
     this module's function that stores nothing."""
     name = an.tf_name(call)
-    if name is not None and name.rsplit(".", 1)[-1] in CALLING_TF:
-        return True  # `tf.nest.map_structure(stash, d)` runs the program's code
+    if name is not None and (name.rsplit(".", 1)[-1] in CALLING_TF or an.call_kind(call) in ("collect", "state")):
+        return True  # `tf.nest.map_structure(stash, d)` runs the program's code; `add_to_collection` fills a list
     if name is not None or stateless_function_call(an, call):
         return False
     func = call.func
@@ -429,6 +431,7 @@ def _holds_list(an, flat: list, upto: int, name: str) -> bool:
             for _line, value in _bindings(an, it.orig, name):
                 if value is None or value is _UNFOLLOWED or not (
                         value is _ARITH or _arithmetic(an, value) or
-                        isinstance(value, cst.Call) and an.tf_name(value) is not None):
+                        isinstance(value, cst.Call) and an.tf_name(value) is not None
+                        and an.call_kind(value) != "state"):  # `tf.get_collection_ref(k)`: the graph's list
                     return True
     return False

@@ -170,7 +170,9 @@ def _made_in_call(v: Optional[ast.AST], pure: set, fn: ast.FunctionDef, depth: i
         return isinstance(v.slice, ast.Tuple) and any(isinstance(e, ast.Slice) for e in v.slice.elts)
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute):
         chain = _chain(v.func)  # `np = Box(); return np.get()`: a local named like the module is not it
-        return chain is not None and chain[0] in pure and chain[0] not in local_names(fn)
+        # `tf.get_collection_ref(k)` hands back the graph's own list (an adversarial run)
+        return chain is not None and chain[0] in pure and chain[0] not in local_names(fn) \
+            and not set(chain) & STATE_READS
     if isinstance(v, ast.Name) and depth < 3:
         values = _plain_values(fn, v.id)
         return bool(values) and all(_made_in_call(x, pure, fn, depth + 1) for x in values)
