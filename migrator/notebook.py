@@ -29,7 +29,8 @@ _PLACEHOLDER = "__tfgradmigrate_magic_{}__"
 PYTHON_CELL_MAGICS = frozenset({"capture", "prun", "pypy", "python", "python3", "time", "timeit"})
 _LINE_MAGIC = re.compile(r"^\s*(%|!)")
 #: magics that run code in the notebook's namespace (an adversarial run: `%run fakes.py` rebound `tf`)
-_BINDING_MAGIC = re.compile(r"^\s*%{1,2}(run|load|load_ext|reload_ext|store|autoreload|aimport|macro|rerun|recall)\b")
+_BINDING_MAGIC = re.compile(r"^\s*%{1,2}(run|load|load_ext|reload_ext|store|aimport|macro|rerun|recall)\b"
+                            r"(?!\s+(tensorboard|autoreload|line_profiler|memory_profiler|watermark)\s*$)")
 _HELP = re.compile(r"^\s*(\?{1,2}\s*[\w.]|[\w.]+(\(\))?\s*\?{1,2}\s*$)")
 _ASSIGN_MAGIC = re.compile(r"^\s*(?P<target>[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
 #: gradient APIs a magic line may call: reported, never rewritten

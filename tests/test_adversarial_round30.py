@@ -102,3 +102,13 @@ def test_more_ways_to_hold_a_list_other_code_fills(bind):
            "    ys.append(x * 2.0)\n    d = tf.sin(x)\n    stash(d)\n    return tf.gradients(ys, x)[0]\n")
     out, sites = migrate_text(src, "m.py")
     assert out == src and [s.status for s in sites] == [MANUAL], [(s.code, s.reason) for s in sites]
+
+
+@pytest.mark.parametrize("line, binds", [
+    ("%run fakes.py", True), ("%load_ext myext", True), ("%aimport m", True),
+    ("%load_ext tensorboard", False), ("%load_ext autoreload", False), ("%autoreload 2", False),
+    ("%matplotlib inline", False),
+])
+def test_which_magics_may_bind_names(line, binds):
+    from migrator.notebook import _BINDING_MAGIC
+    assert bool(_BINDING_MAGIC.match(line)) == binds
