@@ -112,3 +112,14 @@ def test_more_ways_to_hold_a_list_other_code_fills(bind):
 def test_which_magics_may_bind_names(line, binds):
     from migrator.notebook import _BINDING_MAGIC
     assert bool(_BINDING_MAGIC.match(line)) == binds
+
+
+def test_a_defun_graph_function_in_the_tape_keeps_the_call():
+    # yaroslavvb's memory notebook (unseen corpus): `@function.Defun def tanh3(a)`, then the chain
+    # `b = tanh3(b)` under tf.gradients; a tape cannot differentiate a Defun call
+    src = ("import tensorflow as tf\nfrom tensorflow.python.framework import function\n\n\n"
+           "@function.Defun(tf.float32, func_name='tanh3')\ndef tanh3(a):\n    return tf.tanh(tf.tanh(a))\n\n\n"
+           "def f():\n    b0 = tf.placeholder(tf.float32, shape=(4,))\n    b = tanh3(b0)\n"
+           "    return tf.gradients([b], [b0])[0]\n")
+    out, sites = migrate_text(src, "m.py")
+    assert out == src and [s.code for s in sites] == ["TFG121"], [(s.code, s.reason) for s in sites]

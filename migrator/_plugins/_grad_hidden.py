@@ -435,3 +435,20 @@ def _holds_list(an, flat: list, upto: int, name: str) -> bool:
                         and an.call_kind(value) != "state"):  # `tf.get_collection_ref(k)`: the graph's list
                     return True
     return False
+
+
+def calls_graph_function(an, flat: list, s: int, e: int) -> Optional[str]:
+    """The region calls a function of this module decorated with TF1's `function.Defun`: a graph
+    function TF1's tf.gradients differentiated through its symbolic gradient, which a tape does not
+    do, and which does not run eagerly (yaroslavvb's memory notebooks, unseen corpus)."""
+    defun = {n.name.value for n in descendants(an.module, (cst.ClassDef,)) if isinstance(n, cst.FunctionDef)
+             and any(isinstance(d.decorator, cst.Call) and (dotted(d.decorator.func) or "").endswith("Defun")
+                     or (dotted(d.decorator) or "").endswith("Defun") for d in n.decorators)}
+    for i in range(s, e + 1):
+        node = flat[i].node
+        for call in calls_in(node) if defun and node is not None else ():
+            if isinstance(call.func, cst.Name) and call.func.value in defun:
+                return (f"the tape would run `{call.func.value}(...)`, a `function.Defun` graph function, which a "
+                        "tape cannot differentiate and TF2 does not run eagerly; make it a plain function (or a "
+                        "tf.function), then re-run")
+    return None

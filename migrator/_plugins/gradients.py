@@ -49,6 +49,7 @@ from migrator._plugins._grad_fresh import fresh_sources
 from migrator._plugins._grad_find import Find, check_context, may_have_candidates, parse_args
 from migrator._plugins._grad_model import BlockScope, Call, Item, Refuse
 from migrator._plugins._grad_home import home
+from migrator._plugins._grad_hidden import calls_graph_function
 from migrator._plugins._grad_hidden import collection_read, escaped_fill, rebinders
 from migrator._plugins._grad_filechecks import (
     calls_manual_gradient,
@@ -439,6 +440,8 @@ class GradientRewrite:
         if manual:
             raise Refuse("TFG128", f"the tape would differentiate through `{manual}(...)`, whose gradient call "
                                    "stays manual; migrate that one first, then re-run")
+        if (graph_fn := calls_graph_function(self, flat, s, e)) is not None:
+            raise Refuse("TFG121", graph_fn)
         self._no_collections(c, flat, s, e)  # a Session script too: verify runs it in TF2 eager as well
         if (fill := escaped_fill(self, c, flat, s, e)) is not None:
             raise Refuse("TFG130", fill)
