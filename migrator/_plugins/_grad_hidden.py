@@ -277,7 +277,7 @@ def _matching(target: cst.BaseExpression, value: cst.BaseExpression, name: str):
             target.elements) and not any(isinstance(e, cst.StarredElement) for e in value.elements) else None
         for k, el in enumerate(target.elements):
             inner = _matching(el.value, items[k].value, name) if items is not None else (
-                None if any(isinstance(n, cst.Name) and n.value == name for n in descendants(el.value)) else _MISSING)
+                None if _names(el.value, name) else _MISSING)
             if inner is not _MISSING:
                 return _existing_or(inner, value if items is None else None)
     return _MISSING
@@ -307,13 +307,6 @@ def _existing(an, value: cst.BaseExpression) -> bool:
         return an.tf_name(value) is None and not stateless_function_call(an, value) and \
             not stateless_self_call(an, value) and not fresh_result_call(an, value)
     return False
-
-
-def _made_here(an, value: cst.BaseExpression) -> bool:
-    """A value no other code holds yet: a display, arithmetic, or a TF op's result."""
-    return isinstance(value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
-                              cst.BinaryOperation, cst.UnaryOperation)) or \
-        isinstance(value, cst.Call) and an.tf_name(value) is not None
 
 
 def _filled_by_name(an, name: str) -> bool:
@@ -441,9 +434,12 @@ def calls_graph_function(an, flat: list, s: int, e: int) -> Optional[str]:
     """The region calls a function of this module decorated with TF1's `function.Defun`: a graph
     function TF1's tf.gradients differentiated through its symbolic gradient, which a tape does not
     do, and which does not run eagerly (yaroslavvb's memory notebooks, unseen corpus)."""
-    defun = {n.name.value for n in descendants(an.module, (cst.ClassDef,)) if isinstance(n, cst.FunctionDef)
-             and any(isinstance(d.decorator, cst.Call) and (dotted(d.decorator.func) or "").endswith("Defun")
-                     or (dotted(d.decorator) or "").endswith("Defun") for d in n.decorators)}
+    if "_defun_names" not in an.__dict__:  # found once per file, not once per site
+        an.__dict__["_defun_names"] = {
+            n.name.value for n in descendants(an.module, (cst.ClassDef,)) if isinstance(n, cst.FunctionDef)
+            and any(isinstance(d.decorator, cst.Call) and (dotted(d.decorator.func) or "").endswith("Defun")
+                    or (dotted(d.decorator) or "").endswith("Defun") for d in n.decorators)}
+    defun = an.__dict__["_defun_names"]
     for i in range(s, e + 1):
         node = flat[i].node
         for call in calls_in(node) if defun and node is not None else ():

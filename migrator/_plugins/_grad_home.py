@@ -113,6 +113,8 @@ def _display_keys(owner: cst.For, ys_keys: set) -> Optional[set]:
     (var,) = ys_keys
     target = owner.target
     if isinstance(target, cst.Name):
+        if target.value != var:
+            return None
         pos, width = None, None
     elif isinstance(target, (cst.Tuple, cst.List)) and all(isinstance(e.value, cst.Name) and
                                                            not isinstance(e, cst.StarredElement)
@@ -123,9 +125,6 @@ def _display_keys(owner: cst.For, ys_keys: set) -> Optional[set]:
         pos, width = names.index(var), len(names)
     else:
         return None
-    if target_name := (target.value if isinstance(target, cst.Name) else None):
-        if target_name != var:
-            return None
     keys = set()
     for el in owner.iter.elements:
         if isinstance(el, cst.StarredElement):

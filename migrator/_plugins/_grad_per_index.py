@@ -83,7 +83,7 @@ def element(c, comp: cst.CSTNode, child: cst.CSTNode, an, parents) -> Optional[d
     if not isinstance(head.target, cst.Name):
         return None
     var = head.target.value
-    hoist = _hoistable(head.iter, comp, an, parents)
+    hoist = _hoistable(head.iter, an)
     if not isinstance(head.iter, cst.Name) and not hoist:
         return None
     if not isinstance(c.ys, cst.Name) or c.ys.value != var or dotted(head.iter) == var:
@@ -103,12 +103,12 @@ def element(c, comp: cst.CSTNode, child: cst.CSTNode, an, parents) -> Optional[d
     return {"loop": True, "ys_keys": {head.iter.value}, "over": comp, "element": True}
 
 
-def _hoistable(it: cst.BaseExpression, comp: cst.CSTNode, an, parents) -> bool:
+def _hoistable(it: cst.BaseExpression, an) -> bool:
     """A TF call as the iterable (`tf.unstack(y)`, `tf.split(y, 3)`), taken out of the statement
-    into the tape: it runs no code of its own, and the statement calls nothing but TF before it
-    could (no project code that might change what it reads)."""
+    into the tape: it runs no code of its own (:func:`element` also asks that the statement call
+    nothing but TF, so no project code before it might change what it reads)."""
     return isinstance(it, cst.Call) and an.tf_name(it) in ("tensorflow.unstack", "tensorflow.split") \
-        and only_tf_calls(it, an) and _plain_statement(comp, an, parents)
+        and only_tf_calls(it, an)
 
 
 def _plain_statement(comp: cst.CSTNode, an, parents) -> bool:

@@ -90,8 +90,9 @@ def stateless_function_call(rw, call: cst.Call) -> bool:
 def fresh_result_call(rw, call: cst.Call) -> bool:
     """``self.m(...)`` of this class's method, or ``f(...)`` of this module's function, defined
     once in the project, every ``return`` of which hands back values made in the call: TF or
-    NumPy results, arithmetic, slices (a new object even of a list), displays of those, or a
-    local bound only to one (`A, u, p = self.net(x)`: `u = Au[:, 1:2]; return tf.exp(A), u, p`).
+    NumPy results, arithmetic, a tensor's slice (`h[:, 1:2]`; a list's `KEEP[:]` shares its
+    items), displays of those, or a local whose last top-level binding before the return is one
+    and that nothing keeps (`A, u, p = self.net(x)`: `u = Au[:, 1:2]; return tf.exp(A), u, p`).
     No list the caller receives is one that other code holds and may fill."""
     func = call.func
     if isinstance(func, cst.Name):
