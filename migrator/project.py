@@ -234,13 +234,7 @@ class Project:
             return True
         books = [p for p in (a, b) if p.endswith(".ipynb")]
         if books:  # no file imports a notebook: only what it loads runs with it (or `%run`s into it)
-            try:  # the raw cells: the parsed text has its magics masked (an adversarial run)
-                with open(books[0], encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-            except OSError:
-                return True
-            if any(w in text for w in ("importlib", "__import__", "runpy", "exec(", "%run", "%load", "get_ipython",
-                                       "load_ipython_extension", "user_ns", "%%")):
+            if self._runs_code_of_others(books[0]):
                 return True
             return len(books) == 1 and (b if books[0] == a else a) in self.import_closure(books[0], depth)
         if self._dynamic is None:  # imports by computed name or path: anything may load anything
@@ -256,6 +250,20 @@ class Project:
         roots = [a] + ups + [c for c in tests if any((os.path.dirname(r) + os.sep).startswith(
             os.path.dirname(c) + os.sep) for r in [a] + ups)]
         return any(r == b or b in self.import_closure(r, depth) for r in roots)
+
+    def _runs_code_of_others(self, book: str) -> bool:
+        """A notebook that may load or `%run` code by computed name (read once per notebook, from the
+        raw cells: the parsed text has its magics masked, an adversarial run)."""
+        seen = self.__dict__.setdefault("_book_runs", {})
+        if book not in seen:
+            try:
+                with open(book, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                text = "exec("
+            seen[book] = any(w in text for w in ("importlib", "__import__", "runpy", "exec(", "%run", "%load",
+                                                 "get_ipython", "load_ipython_extension", "user_ns", "%%"))
+        return seen[book]
 
     def text_hits(self, paths: Iterable[str], needles: Iterable[bytes]) -> list[Location]:
         """Where any of ``needles`` occurs in code (not comments or strings) of ``paths``."""
