@@ -75,7 +75,7 @@ class NameAllocator:
         a name used nowhere in the function shadows nothing it reads.  Module level: :meth:`fresh`."""
         if not isinstance(function, cst.FunctionDef):
             return self.fresh(base)
-        taken = self._in_function.setdefault(id(function), used_names(function))
+        taken = self._in_function.setdefault(id(function), used_names(function, attributes=False))
         name, i = base, 1
         while name in taken or name in self._handed or not name.isidentifier():
             name = f"{base}_{i}"

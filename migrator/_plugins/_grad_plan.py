@@ -11,7 +11,7 @@ from typing import Union
 
 import libcst as cst
 
-from migrator._plugins._grad_stateless import stateless_self_call
+from migrator._plugins._grad_stateless import read_runs_code, stateless_self_call
 from migrator._plugins._aliases import type_method_mutations, widen_mutations
 from migrator._plugins._dataflow import Effects, effects
 from migrator._plugins._exposed import exposed
@@ -112,6 +112,8 @@ def _readable(expr: cst.BaseExpression) -> str:
                                    ("reduce_min", "min"), ("square", "sq"), ("norm", "norm")):
                 if last == prefix:
                     return f"{arg}_{suffix}"
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value  # `m.l2` read in the tape: `l2`
     return "target"
 
 
@@ -184,6 +186,8 @@ class BlockPlanner:
         # when another call of the file is refused
         ys = c.names.setdefault("ys_expr", c.ys)
         keys = chain_items(ys) if not isinstance(ys, cst.Tuple) else None
+        if keys and read_runs_code(an.project, {a for k_, _ in keys for a in k_.split(".")[1:]}):
+            keys = None  # `m.loss` may be a property that builds ops when read: read it in the tape
         if keys is None:
             per = c.per_index  # `y[:, i]` for each i: every slice is taken inside the tape, then indexed
             base = per_index.name_for(ys, per["var"]) if per else _readable(ys)

@@ -234,6 +234,22 @@ def no_item_hooks(project) -> bool:
     return project.__dict__["_no_item_hooks"]
 
 
+_PROPERTY_DEF = re.compile(r"(?m)^[ \t]*@[\w.]*(?:property|getter)\b.*\n(?:[ \t]*@.*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)"
+                           r"|^[ \t]+(\w+)[ \t]*=[ \t]*[\w.]*property\(")
+
+
+def read_runs_code(project, attrs: set) -> bool:
+    """Reading one of ``attrs`` on an object may run project code: a property of that name,
+    ``__getattr__``/``__getattribute__``, or a descriptor's ``__get__`` (True when unknown)."""
+    if "_read_hooks" not in project.__dict__:
+        hooks = project.grep(b"def __get", r"\bdef\s+__(getattr|getattribute|get)__\s*\(")
+        props = project.grep(b"property", _PROPERTY_DEF.pattern)
+        project.__dict__["_read_hooks"] = None if hooks is None or props is None else (bool(hooks), {
+            a or b for p in props for a, b in _PROPERTY_DEF.findall(project.text(p) or "")})
+    known = project.__dict__["_read_hooks"]
+    return known is None or known[0] or bool(attrs & known[1])
+
+
 def no_hooks(project) -> bool:
     """No operator, item or hook method anywhere in the project (public name)."""
     return _no_hooks(project)
