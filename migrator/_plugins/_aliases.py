@@ -6,6 +6,8 @@ statement's writes with these, so that such a line lies in the backward slice.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from migrator._plugins._dataflow import Effects, _lambda_params, _names_in, effects, touches
@@ -306,11 +308,12 @@ def changes_itself(stmt, key: str) -> bool:
     return False
 
 
-def rebound_in_tape(flat: list, key: str, start: int, end: int) -> bool:
+def rebound_in_tape(flat: list, key: str, start: int, end: int, hooks_free: bool = False) -> bool:
     """``key`` is rebound by a plain assignment among items ``start..end-1`` (the tape's), and
     nothing after that changes it in place: ``self.model = self.build(s, a)`` runs the call and
     then binds ``self.model`` to what it returned, so what ``self.model`` held before the tape
-    does not matter (the call's result is proved where calls are).  ``x += [v]`` keeps ``x``."""
+    does not matter (the call's result is proved where calls are).  ``x += [v]`` keeps ``x``.
+    ``hooks_free``: no project class defines an operator (see :func:`constant_container`)."""
     changed = False
     for j in range(end - 1, start - 1, -1):
         it = flat[j]
@@ -322,14 +325,28 @@ def rebound_in_tape(flat: list, key: str, start: int, end: int) -> bool:
             targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
             names = {dotted(el.value) for t in targets for el in (t.elements if isinstance(t, (cst.Tuple, cst.List))
                                                                      else [cst.Element(t)])}
-            # `D_W = []` in the tape, then `D_W.append(...)`: a new empty container holds only what
-            # the tape's own lines put in it (a GAN script's layer lists got a false TFG130)
-            return key in names and (not changed or len(targets) == 1 and _empty_container(small.value))
+            # `D_W = []` in the tape, then `D_W.append(...)`: a new container of constants holds only
+            # what the tape's own lines put in it (a GAN script's layer lists got a false TFG130)
+            return key in names and (not changed or len(targets) == 1 and constant_container(small.value, hooks_free))
         if touches(it.fx.writes, {key}):
             changed = True  # changed in place (or maybe, through a call) after its last binding
     return False
 
 
-def _empty_container(value: cst.BaseExpression) -> bool:
-    """``[]``, ``{}``: a container made empty right here (``list()`` may be another name's)."""
-    return isinstance(value, (cst.List, cst.Dict)) and not value.elements
+def constant_container(value: Optional[cst.BaseExpression], hooks_free: bool) -> bool:
+    """A new list, dict, set or tuple of literals, or such a list repeated (``[0.0] * n``, edward's
+    per-sample log-probabilities): it holds no tensor and no other code holds it.  Repeating
+    runs no project code only where no class defines an operator (``hooks_free``)."""
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        lit = value.left if isinstance(value.left, (cst.List, cst.Tuple)) else value.right
+        other = value.right if lit is value.left else value.left
+        return (hooks_free or isinstance(other, cst.Integer)) and constant_container(lit, hooks_free)
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return all(isinstance(el, cst.Element) and constant_container(el.value, hooks_free) for el in value.elements)
+    if isinstance(value, cst.Dict):
+        return all(isinstance(el, cst.DictElement) and constant_container(el.key, hooks_free) and
+                   constant_container(el.value, hooks_free) for el in value.elements)
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        return isinstance(value.expression, (cst.Integer, cst.Float))
+    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)) or \
+        isinstance(value, cst.Name) and value.value in ("None", "True", "False")

@@ -40,9 +40,10 @@ from migrator._plugins._grad_lifted import lifted_refusal
 from migrator._plugins._grad_per_index import only_tf_calls
 from migrator._plugins._grad_prefix import prefix_verdict, sources_apart
 from migrator._plugins._grad_hidden import graph_reach, is_generator
+from migrator._plugins._grad_stateless import no_hooks
 from migrator._plugins._grad_values import META_ATTRS, is_fresh, project_import_names
 from migrator._plugins._grad_source_blocks import past_source_blocks
-from migrator._plugins._aliases import changes_itself, rebound_in_tape
+from migrator._plugins._aliases import changes_itself, constant_container, rebound_in_tape
 from migrator._plugins._grad_bjac import check_ranks, gradient_cut, value_reads
 from migrator._plugins._grad_calls import CallsProof
 from migrator._plugins._grad_watch import WatchProof, bindable, leaves, with_binding
@@ -210,8 +211,8 @@ class Prover(WatchProof, CallsProof):
 
     def _gradient_cut(self, S: list) -> Optional[str]:
         # the line that makes a source (`x = tf.placeholder(...)`) is not on the way from it
-        nodes = [self.flat[i].node for i in S if not self.flat[i].fx.assigns <= self.keys or not
-                 self.flat[i].fx.assigns or not only_tf_calls(self.flat[i].node, self.an)]
+        nodes = [it.node for it in map(self.flat.__getitem__, S)
+                 if not (it.fx.assigns and it.fx.assigns <= self.keys and only_tf_calls(it.node, self.an))]
         return gradient_cut(self.an, [n for n in nodes if n is not None], self._code, self.keys)
 
     def _sources(self, c: Call, k: int) -> list[Source]:
@@ -335,15 +336,14 @@ class Prover(WatchProof, CallsProof):
             c.proof.append("every value the tape reads from outside it was made before the sources")
 
     def _filled_before(self, c: Call, r: str, mutated: set, s: int, at: int) -> None:
-        """``r`` is changed in place in the tape (``acc.append(v)``, ``d[k] = v``, ``del c[0]``)
-        but was not bound there: it holds what it held before the tape opened too -- earlier
-        loop iterations, the enclosing block, a caller, a module-level list, a default -- which
-        the tape never saw (an adversarial run: a running loss list gave [1, 2, 3] for [1, 3, 6])."""
-        if not touches(mutated, {r}) or rebound_in_tape(self.flat, r, s, at):
+        """``r`` is changed in place in the tape (``acc.append(v)``) but not bound there: it holds what it held
+        before, unseen by the tape (an adversarial run: a running loss list gave [1, 2, 3] for [1, 3, 6])."""
+        hooks_free = no_hooks(self.an.project)  # `[0.0] * n` then makes a new list of constants
+        if not touches(mutated, {r}) or rebound_in_tape(self.flat, r, s, at, hooks_free):
             return  # bound in the tape (before it was changed), or not changed in place
         for j in range(s - 1, -1, -1):  # `losses = []` just before the tape: it holds constants only
             if r in self.flat[j].fx.assigns:
-                if self.flat[j].inert:
+                if self.flat[j].inert or constant_container(self._binding_value(j, r), hooks_free):
                     return
                 break
             if not self.flat[j].inert and touches(self.flat[j].fx.writes, {r}):
