@@ -14,7 +14,7 @@ from migrator._plugins._grad_cotangents import unsure_cotangent
 from migrator._plugins._grad_values import V1_CONTROL_FLOW, call_kind, calls_in
 from migrator.pipeline import imported_modules, module_names_for
 from migrator.project_star import star_rebinding
-from migrator.tfnames import dotted
+from migrator.tfnames import dotted, tf_name
 
 
 def grad_file_refusal(an) -> Optional[Refuse]:
@@ -143,11 +143,9 @@ _NEUTRAL_CONTEXTS = ("as_default", "name_scope", "variable_scope", "device", "co
 
 def check_contexts(an, c, flat: list, s: int, e: int) -> None:
     """Each ``with`` around the call (in its function) or inside the region is known not to
-    override gradients, or the tape is refused: TF1 applied an override to every op made
-    inside it, and a tape ignores one.  A project helper that enters gradient_override_map
-    refuses (TFG122); any other context manager the source does not show is an assumption
-    (a library's, like lucid's ``gradient_override_map``), or a refusal when it is named
-    like one."""
+    override gradients (TF1 applied an override to every op made inside it; a tape ignores it).
+    A project helper entering gradient_override_map refuses (TFG122); any other context manager
+    the source does not show is an assumption (lucid's), or a refusal when named like one."""
     for item in _with_items(an, c, flat, s, e):
         helper = _override_helper(an, item)
         if helper:
@@ -181,8 +179,7 @@ def _neutral_context(an, item, seen: set) -> bool:
             fn.value in _NEUTRAL_CONTEXTS  # `from tensorpack import *`: no qualified name to ask
             or any(q.name.rpartition(".")[2] in _NEUTRAL_CONTEXTS for q in _names(an, fn))):
         return True
-    kind = call_kind(item, an.qn)
-    if kind in ("builtin", "numpy"):
+    if call_kind(item, an.qn) in ("builtin", "numpy") or _test_case_session(an, item):
         return True
     if isinstance(fn, cst.Name) and fn.value in an.find.defs and fn.value not in seen:
         seen.add(fn.value)
@@ -192,6 +189,20 @@ def _neutral_context(an, item, seen: set) -> bool:
         return all(call_kind(call, an.qn) in ("tf", "leaf", "noop", "builtin", "numpy")
                    or _neutral_context(an, call, seen) for call in calls_in(body.body))
     return False
+
+
+def _test_case_session(an, item: cst.Call) -> bool:
+    """``self.session()`` (``test_session``, ``cached_session``) in a method of a class based on
+    ``tf.test.TestCase`` directly, with no project code defining or setting that name: TF's own."""
+    fn, cls = item.func, an.parents.get(item)
+    while cls is not None and not isinstance(cls, cst.ClassDef):
+        cls = an.parents.get(cls)
+    if not (isinstance(fn, cst.Attribute) and dotted(fn.value) == "self" and fn.attr.value in
+            ("session", "test_session", "cached_session") and cls is not None):
+        return False
+    name = fn.attr.value
+    return any((tf_name(b.value, an.qn) or "").endswith("test.TestCase") for b in cls.bases) and \
+        an.project.grep(name.encode(), rf"def\s+{name}\b|\b{name}\s*=[^=]|setattr|__dict__") == []
 
 
 def _with_items(an, c, flat: list, s: int, e: int) -> list:
