@@ -47,3 +47,11 @@ def test_the_hoisted_name_may_equal_an_attribute_the_function_reads():
     # `total = e.total`: an attribute of that name is not a local the new name could shadow
     out, _site, _src_ = site_of(_src("property"))
     assert "total_1" not in out
+
+
+def test_a_plain_name_target_is_not_read_again_when_the_project_has_attribute_hooks():
+    out, site, _src_ = site_of(_src("__getattr__").replace("tf.gradients(e.total, x)", "tf.gradients(e.x, x)").replace(
+        "    e = Energy(x * 2.0)\n", "    e = Energy(x * 2.0)\n    y = tf.reduce_sum(e.h)\n").replace(
+        "tf.gradients(e.x, x)", "tf.gradients(y, x)"))
+    assert site.status == MIGRATED, (site.code, site.reason)
+    assert "tape.gradient(y, x)" in out and "target" not in out, out

@@ -186,7 +186,8 @@ class BlockPlanner:
         # when another call of the file is refused
         ys = c.names.setdefault("ys_expr", c.ys)
         keys = chain_items(ys) if not isinstance(ys, cst.Tuple) else None
-        if keys and read_runs_code(an.project, {a for k_, _ in keys for a in k_.split(".")[1:]}):
+        attrs = {a for k_, _ in keys or () for a in k_.split(".")[1:]}
+        if attrs and read_runs_code(an.project, attrs):
             keys = None  # `m.loss` may be a property that builds ops when read: read it in the tape
         if keys is None:
             per = c.per_index  # `y[:, i]` for each i: every slice is taken inside the tape, then indexed
