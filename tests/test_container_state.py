@@ -669,8 +669,14 @@ def test_a_target_list_other_code_holds_and_fills_after_the_tape_keeps_the_call(
     # `ys = KEEP`, then `stash(t)` appends to KEEP after the tape: TF1 differentiated `t` too, the
     # tape never saw it (an adversarial run: TF1 [0.99, 0.76, 0.88] + [-0.50, -3.22, 2.40], TF2 a None)
     src, out, sites = _sites(_HELD.format(bind=bind, fill=fill, use=use))
-    assert out == src
     (site,) = sites
+    if "return tf.gradients" in use:
+        # the tape holds the filling call too, and records what it adds (checked by numbers: TF1 and
+        # the tape both include 5 * cos(x)'s gradient; a tape that closed before it gave None)
+        last = fill.splitlines()[-1]
+        assert site.status == MIGRATED and f"    {last}\n    return tape.gradient(ys, x)" in out, out
+        return
+    assert out == src
     # a loop or comprehension over `ys` is refused first for what the list holds (TFG125)
     assert site.status == MANUAL and site.code == ("TFG130" if "return tf.gradients" in use else "TFG125"), \
         site.reason
@@ -711,10 +717,10 @@ def f():
     return tf.gradients(ys, x)[0]
 """)
     (site,) = sites
-    if held:
-        assert out == src and site.code == "TFG130" and "is bound to `get(...)`" in site.reason, site.reason
-    else:
-        assert site.status == MIGRATED, site.reason
+    # held or not, `stash` runs in the tape, which records what it adds to the list (TF1, eager and
+    # tf.function agree: a held list filled after a tape that closed earlier had given None)
+    assert site.status == MIGRATED, site.reason
+    assert "        stash(tf.cos(x) * 5.0)\n    return tape.gradient(ys, x)" in out or not held, out
 
 
 def test_a_star_import_before_a_def_does_not_rebind_it(tmp_path):

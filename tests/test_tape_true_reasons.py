@@ -13,13 +13,17 @@ from migrator.pipeline import Options
 from project_files import write
 
 
-def site_of(tmp_path, text, name="script.py"):
+def sites_of(tmp_path, text, name="script.py"):
     (tmp_path / "pyproject.toml").write_text("")
     path = write(tmp_path, name, text)
     opts = runner.RunOptions(jobs=1, mode=runner.CHECK, options=Options())
     (result,) = [r for r in runner.run([path], opts).results if os.path.basename(r.path) == name]
-    sites = [s for s in result.sites if s.status == MANUAL]
-    assert len(sites) == 1, result.sites
+    return result.sites
+
+
+def site_of(tmp_path, text, name="script.py"):
+    sites = [s for s in sites_of(tmp_path, text, name) if s.status == MANUAL]
+    assert len(sites) == 1, sites
     return sites[0]
 
 
@@ -122,16 +126,17 @@ def test_a_module_level_list_a_function_fills_by_name_keeps_the_refusal(tmp_path
     path = write(tmp_path, "m.py", text)
     (result,) = runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK)).results
     (s,) = result.sites
-    if refused:
-        assert s.code == "TFG130" and "at module level, which any function can reach" in s.reason, s
-    else:
-        assert s.status == MIGRATED, s
+    # the filler runs in the tape now, which records what it adds to `ys` (TF1, eager and
+    # tf.function agree; a tape that closed before it gave None): `refused` was the old answer
+    assert s.status == MIGRATED, (refused, s)
 
 
 def test_a_function_another_file_replaces_on_the_module_may_keep_its_argument(tmp_path):
     write(tmp_path, "patch.py", "import script\n\nKEPT = []\nscript.discriminator = KEPT.append\n")
     s = site_of(tmp_path, GAN)
-    assert s.code == "TFG130" and "handed to `discriminator(...)`" in s.reason, s.reason
+    # the later call runs in the tape now; what is left is whether `discriminator` hands back a new
+    # tensor, which the replacement makes an assumption
+    assert s.code == "TFG129" and "`discriminator(...)`" in s.reason, s.reason
 
 
 @pytest.mark.parametrize("change", [
@@ -148,7 +153,9 @@ def test_a_function_that_may_keep_its_argument_keeps_the_refusal(tmp_path, chang
     text = GAN.replace(*change).replace("    fig = plt.figure(1)\n", "    fig = plt.figure(1)\n    KEPT = []\n")
     assert text != GAN
     s = site_of(tmp_path, text)
-    assert s.code == "TFG130" and "handed to `discriminator(...)`" in s.reason, s.reason
+    # the later discriminator call runs in the tape now, which records what it may add: what is
+    # left to check is that discriminator hands back a new tensor (an assumption, TFG129)
+    assert s.code == "TFG129" and "`discriminator" in s.reason, s.reason
 
 
 EWC = """\
@@ -377,8 +384,9 @@ def test_an_in_place_operator_on_a_local_unpacked_from_a_global_is_a_store(tmp_p
             put(d * 5.0)
             return tf.gradients(ys, x)[0]
         """
-    s = site_of(tmp_path, text, "keep.py")
-    assert s.code == "TFG130" and "handed to `keep(...)`" in s.reason, s
+    (s,) = sites_of(tmp_path, text, "keep.py")
+    # `put` runs in the tape now, which records what it adds (TF1, eager and tf.function agree)
+    assert s.status == MIGRATED, s
 
 
 def test_the_line_that_runs_code_on_self_is_the_call_not_its_with(tmp_path):
@@ -405,14 +413,11 @@ def test_the_line_that_runs_code_on_self_is_the_call_not_its_with(tmp_path):
     assert s.code == "TFG130" and "line 10 runs code on `self`" in s.reason, s.reason
 
 
-@pytest.mark.parametrize("filler, named", [
-    ("_push(d)", "and `_push(...)` at line 11, after the tape"),
-    ("pass", "was handed to `REG.append(...)` at line 9, after the tape, which may fill it"),
-])
-def test_the_call_that_may_fill_a_handed_list_is_named_once(tmp_path, filler, named):
+@pytest.mark.parametrize("filler", ["_push(d)", "pass"])
+def test_a_list_handed_to_a_module_list_is_filled_inside_the_tape(tmp_path, filler):
     # `REG.append(ys)` then `_push(d)`: the reason named `REG.append` as both the call the list
     # was handed to and the one that may fill it (an adversarial program)
-    s = site_of(tmp_path, f"""\
+    (s,) = sites_of(tmp_path, f"""\
         import tensorflow as tf
 
         REG = []
@@ -430,8 +435,9 @@ def test_the_call_that_may_fill_a_handed_list_is_named_once(tmp_path, filler, na
         def _push(v):
             REG[-1].append(v * 5.0)
         """, "reg.py")
-    assert s.code == "TFG130" and named in s.reason, s.reason
-    assert s.reason.count("REG.append") == 1
+    # the reason once named `REG.append` twice (an adversarial program); the filler now runs in
+    # the tape, which records what it adds (TF1, eager and tf.function agree)
+    assert s.status == MIGRATED, (s.code, s.reason)
 
 
 _SCRIPT = """\

@@ -419,15 +419,17 @@ def _holds_list(an, flat: list, upto: int, name: str) -> bool:
     """``name`` may hold a container that can be filled: some binding of it before the call is
     not a TF op's result or arithmetic (a display, `list(...)`, a call of the program's), or is
     one the migrator does not follow (an unpacking, a loop target: an adversarial run)."""
+    bound = False
     for it in flat[:upto]:
         if it.orig is not None and not it.dead and name in it.fx.assigns:
+            bound = True
             for _line, value in _bindings(an, it.orig, name):
                 if value is None or value is _UNFOLLOWED or not (
                         value is _ARITH or _arithmetic(an, value) or
                         isinstance(value, cst.Call) and an.tf_name(value) is not None
                         and an.call_kind(value) != "state"):  # `tf.get_collection_ref(k)`: the graph's list
                     return True
-    return False
+    return not bound  # a global, a parameter, a closure's: what it holds comes from elsewhere
 
 
 def calls_graph_function(an, flat: list, s: int, e: int) -> Optional[str]:

@@ -429,6 +429,11 @@ class GradientRewrite:
         """Checks on the region that are not data flow: overrides from callers and helpers,
         v1 control flow in Session scripts, notebook cells; then the assumptions."""
         s, e = c.region
+        if escaped_fill(self, c, flat, s, e) is not None:
+            # code that may fill the targets' list runs in the tape instead, which records what it adds:
+            # a second run found it inside another call's tape and migrated (edward's copy_test was not
+            # idempotent); what the list held before the tape is the proof's concern, as for any list
+            c.region = (s, e := c.item - 1)
         if scope.func is not None and isinstance(self.parents.get(scope.func), cst.Module):
             caller = callers_under_override(self.project, os.path.abspath(self.ctx.path), scope.func.name.value)
             if caller:
@@ -443,8 +448,6 @@ class GradientRewrite:
         if (graph_fn := calls_graph_function(self, flat, s, e)) is not None:
             raise Refuse("TFG121", graph_fn)
         self._no_collections(c, flat, s, e)  # a Session script too: verify runs it in TF2 eager as well
-        if (fill := escaped_fill(self, c, flat, s, e)) is not None:
-            raise Refuse("TFG130", fill)
         rebound = rebinds_head(self, c)  # the last check: a more specific reason comes first
         if rebound:
             raise Refuse("TFG128", rebound)
