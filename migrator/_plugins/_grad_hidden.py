@@ -153,22 +153,25 @@ def collection_read(an, node: cst.CSTNode) -> Optional[cst.Call]:
 _KEEPS_NOTHING = frozenset({"print", "len", "range", "float", "int", "bool", "str", "isinstance", "repr", "abs"})
 
 
-def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
-    """A list the targets or sources are kept in was handed to code the migrator cannot follow,
-    and such code runs after the tape, before the gradient: it may fill the list with values
-    the tape never recorded (an adversarial run: `keep(ys)` in the tape, `put(d * 5)` after it
-    appended to `ys`; TF1 differentiated that value too)."""
+def filled_after_tape(an, c, flat: list, s: int, e: int) -> Optional[tuple]:
+    """A list the targets or sources are kept in was handed to code the migrator cannot follow
+    (or is held by other code, or is a module-level list a function fills by name), and such
+    code runs after the tape, before the gradient: it may fill the list with values a tape that
+    closed before it never recorded (an adversarial run: `keep(ys)` in the tape, `put(d * 5)`
+    after it appended to `ys`; TF1 differentiated that value too).  (why, whether only the
+    targets are kept in such lists: then a tape holding that code too records what it adds)."""
     names = {k.split(".")[0] for k in c.ys_keys} | {src.key.split(".")[0] for src in c.sources}
     containers = {n for n in names if _holds_list(an, flat, c.item, n)}
     if not containers or e + 1 >= c.item:
         return None
     lists = _local_lists(an, c.node)  # lists the function makes: their methods are known
-    handed = None
+    handed, given = None, set()
     for i in range(c.item):
         for call in calls_in(flat[i].orig) if flat[i].orig is not None else ():
-            if _unknown(an, call, lists) and any(isinstance(n, cst.Name) and n.value in containers
-                                                 for a in call.args for n in descendants(a.value, (cst.Lambda, cst.FunctionDef))):
-                handed = handed or (an.code(call.func), an.line(flat[i].orig), i)
+            names_in = {n.value for a in call.args for n in descendants(a.value, (cst.Lambda, cst.FunctionDef))
+                        if isinstance(n, cst.Name)} & containers
+            if _unknown(an, call, lists) and names_in:
+                handed, given = handed or (an.code(call.func), an.line(flat[i].orig), i), given | names_in
     held = _held_elsewhere(an, flat, c.item, containers)
     # a module-level list a function of this module fills by name (`global ys; ys.append(...)`)
     shared = sorted(n for n in containers if _module_level(an, c.node, n) and _filled_by_name(an, n))
@@ -178,12 +181,15 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
              for call in calls_in(flat[i].orig) if _unknown(an, call, lists)]
     if not later:
         return None
+    # a sources list filled after the watch gains unwatched tensors (an adversarial run: None)
+    only_targets = not containers & {src.key.split(".")[0] for src in c.sources}
     # name a call after the one it was handed to, if there is one: `REG.append(ys)`, then `fill(d)`
     i, call = next(((i, call) for i, call in later if handed is None or i != handed[2]), later[0])
-    who = ", ".join(f"`{n}`" for n in sorted(shared or containers))
+    who = ", ".join(f"`{n}`" for n in sorted(shared or given or containers))
     tail = "with values the tape did not record; call the gradient before that line, or migrate by hand"
     if handed is not None and i == handed[2]:
-        return f"{who} was handed to `{handed[0]}(...)` at line {handed[1]}, after the tape, which may fill it {tail}"
+        return (f"{who} was handed to `{handed[0]}(...)` at line {handed[1]}, after the tape, which may fill it "
+                f"{tail}", only_targets)
     how = (f"was handed to `{handed[0]}(...)` (line {handed[1]})" if handed is not None else
            "may be a list at module level, which any function can reach by name" if shared else  # `global ys`
            f"is bound to `{held[1]}` (line {held[2]}), which other code may hold and fill" if held[1] else
@@ -191,7 +197,7 @@ def escaped_fill(an, c, flat: list, s: int, e: int) -> Optional[str]:
            "other code fills")
     who = f"`{held[0]}`" if handed is None and not shared else who
     return (f"{who} {how}, and `{an.code(call.func)}(...)` at line {an.line(flat[i].orig)}, after the tape, "
-            f"may fill it {tail}")
+            f"may fill it {tail}", only_targets)
 
 
 def _arithmetic(an, value) -> bool:

@@ -54,6 +54,7 @@ class Call:
     sources: list = field(default_factory=list)  # [Source]
     target: Optional[str] = None  # result name of a synthetic inner gradient
     region: tuple = (0, 0)
+    fresh_sources: bool = False  # every source is made by a TF op in the region (`_grad_proof`)
     group: Optional["Group"] = None
     xs_kind: str = "tensor"  # a single source name: "tensor", "list", "tuple" or "unknown"
     proof: list = field(default_factory=list)

@@ -105,7 +105,7 @@ class Prover(WatchProof, CallsProof):
         S = self._slice(c, k)
         sources = self._sources(c, k)
         fresh = {src.key: self._fresh_at(src.key, k) for src in sources}
-        all_fresh = all(v is not None for v in fresh.values())
+        c.fresh_sources = (all_fresh := all(v is not None for v in fresh.values())) and bool(fresh)
         # the slice holds every line whose writes (names, objects, program state) reach the
         # targets, so a tape over it records every op a path from a source can use
         s = min(i for i in S if not flat[i].inert)

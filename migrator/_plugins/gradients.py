@@ -50,7 +50,7 @@ from migrator._plugins._grad_find import Find, check_context, may_have_candidate
 from migrator._plugins._grad_model import BlockScope, Call, Item, Refuse
 from migrator._plugins._grad_home import home
 from migrator._plugins._grad_hidden import calls_graph_function
-from migrator._plugins._grad_hidden import collection_read, escaped_fill, rebinders
+from migrator._plugins._grad_hidden import collection_read, filled_after_tape, rebinders
 from migrator._plugins._grad_filechecks import (
     calls_manual_gradient,
     check_contexts,
@@ -429,10 +429,12 @@ class GradientRewrite:
         """Checks on the region that are not data flow: overrides from callers and helpers,
         v1 control flow in Session scripts, notebook cells; then the assumptions."""
         s, e = c.region
-        if escaped_fill(self, c, flat, s, e) is not None:
-            # code that may fill the targets' list runs in the tape instead, which records what it adds:
-            # a second run found it inside another call's tape and migrated (edward's copy_test was not
-            # idempotent); what the list held before the tape is the proof's concern, as for any list
+        if (fill := filled_after_tape(self, c, flat, s, e)) is not None:
+            if not (fill[1] and c.fresh_sources):
+                raise Refuse("TFG130", fill[0])
+            # code that may fill the targets' list runs in the tape instead, which records what it adds
+            # (a second run found it inside another call's tape: edward's copy_test was not idempotent);
+            # with sources made in the tape, nothing it adds from before the tape depends on them
             c.region = (s, e := c.item - 1)
         if scope.func is not None and isinstance(self.parents.get(scope.func), cst.Module):
             caller = callers_under_override(self.project, os.path.abspath(self.ctx.path), scope.func.name.value)
