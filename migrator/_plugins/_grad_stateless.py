@@ -45,7 +45,7 @@ _PURE_BUILTIN_NAMES = frozenset({"len", "range", "float", "int", "abs", "min", "
 #: hooks a project class may define that run on reads, calls or checks of its objects
 _HOOKS = ("__setattr__", "__delattr__", "__instancecheck__", "__subclasscheck__", "__contains__", "__len__",
           "__bool__", "__eq__", "__hash__", "__array__", "__tf_tensor__", "__index__", "__init_subclass__")
-_DUNDER_DEF = re.compile(r"\bdef\s+(__\w+__)\s*\(")
+_DUNDER_DEF = re.compile(r"(?m)\bdef\s+(__\w+__)\s*\(|^[ \t]+(__\w+__)[ \t]*=")  # `__rmul__ = _rm` too
 
 
 def stateless_self_call(rw, call: cst.Call) -> bool:
@@ -234,18 +234,21 @@ def no_item_hooks(project) -> bool:
     return project.__dict__["_no_item_hooks"]
 
 
-_PROPERTY_DEF = re.compile(r"(?m)^[ \t]*@[\w.]*(?:property|getter)\b.*\n(?:[ \t]*@.*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)"
-                           r"|^[ \t]+(\w+)[ \t]*=[ \t]*[\w.]*property\(")
+#: an attribute read that may run code anywhere: a bare `property` (`prop = property`,
+#: `Cls.x = property(f)`, `setattr(C, "x", property(...))`) or an attribute hook, however spelled
+_ANY_READ_HOOK = r"(?<![@\w.])property\b|__getattr__|__getattribute__|__get__"
 
 
 def read_runs_code(project, attrs: set) -> bool:
-    """Reading one of ``attrs`` on an object may run project code: a property of that name,
-    ``__getattr__``/``__getattribute__``, or a descriptor's ``__get__`` (True when unknown)."""
+    """Reading one of ``attrs`` on an object may run project code: the project defines a function
+    or method of that name (any decorator, however spelled, may make it a property), or uses
+    ``property`` other than as a plain decorator, or names an attribute hook (True when unknown).
+    A superset: reading a stored attribute inside the tape instead of at the call is harmless."""
     if "_read_hooks" not in project.__dict__:
-        hooks = project.grep(b"def __get", r"\bdef\s+__(getattr|getattribute|get)__\s*\(")
-        props = project.grep(b"property", _PROPERTY_DEF.pattern)
-        project.__dict__["_read_hooks"] = None if hooks is None or props is None else (bool(hooks), {
-            a or b for p in props for a, b in _PROPERTY_DEF.findall(project.text(p) or "")})
+        anywhere = project.grep(b"", _ANY_READ_HOOK)
+        defs = project.grep(b"def")
+        project.__dict__["_read_hooks"] = None if anywhere is None or defs is None else (bool(anywhere), {
+            m for p in defs for m in re.findall(r"\bdef\s+(\w+)", project.text(p) or "")})
     known = project.__dict__["_read_hooks"]
     return known is None or known[0] or bool(attrs & known[1])
 
@@ -264,13 +267,13 @@ def _no_hooks(project) -> bool:
 
 
 def _find_no_hooks(project) -> bool:
-    hits = project.grep(b"def __", r"\bdef\s+__\w+__\s*\(")
+    hits = project.grep(b"__", _DUNDER_DEF.pattern)
     if hits is None:
         return False
     for p in hits:
         text = project.text(p) or ""
         for m in _DUNDER_DEF.finditer(text):
-            name = m.group(1)
+            name = m.group(1) or m.group(2)
             if name in DUNDERS or ARITHMETIC_DUNDER.match(name) or name in _HOOKS:
                 return False
     return True
