@@ -21,7 +21,7 @@ from migrator._plugins._grad_hidden import collection_sources
 from migrator._plugins._grad_model import STATE, BlockScope, Call, Group, Item, Refuse
 from migrator._plugins._grad_proof import Prover
 from migrator._plugins._grad_values import is_inert
-from migrator.tfnames import dotted, tf_name
+from migrator.tfnames import descendants, dotted, tf_name
 
 BlockNode = Union[cst.Module, cst.IndentedBlock]
 
@@ -197,6 +197,10 @@ class BlockPlanner:
             if per:
                 ys = per_index.hoisted(ys, per)
             it = item_for(an, ys, shadowed, frozenset(self.scope_locals))
+            # `ys.copy()`, `sum(d.values())`: the result holds what the object holds, so the object is
+            # read as data (an adversarial run: a list filled before the tape went unchecked)
+            it.fx.data |= {r for n in descendants(ys) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                           for r in [dotted(n.func.value)] if r and r.split(".")[0] not in an.imported}
             it.fx.writes = {name}
             it.fx.assigns = {name}
             it.orig, it.hoist, it.owner, it.inert = None, (name, ys), c, False
