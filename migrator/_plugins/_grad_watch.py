@@ -50,6 +50,12 @@ class WatchProof:
                 raise Refuse("TFG126", f"`{src.key}` is bound to {what} at line {self.line(j)}: "
                                        "TF1 differentiated a new constant made from it (None), and a tape cannot "
                                        "watch it; make it a tensor (tf.constant) if a gradient was meant")
+            if isinstance(bound_to, cst.Call) and self.an.call_kind(bound_to) == "project" and \
+                    (dotted(bound_to.func) or "_").rsplit(".", 1)[-1][:1].isupper():
+                # `x = Bernoulli(0.5)`, an instance of a class: TF1 converted it to a tensor; a tape watches
+                # only tensors and variables, and raised on edward's random variable (an unseen corpus)
+                self._assume(c, f"`{src.key}` (bound to `{self._code(bound_to.func)}(...)` at line {self.line(j)}) "
+                                "is a tf.Tensor or tf.Variable, which a tape can watch")
             outside = function_values(self, src.key) if j is None and src.key in self.scope.locals else None
             py = next((v for v in outside or [] if _python_value(v, self.an, 1)), None)
             if py is not None:  # `x_adv = -2.0` before a loop that steps it (an adversarial run: watch raised)
