@@ -88,9 +88,9 @@ class Find(cst.CSTVisitor):
             self.unresolved.append(node)
         elif name is None and _mixed_api(self.get_metadata(LazyQualifiedNameProvider, node.func, set())):
             self.unresolved.append(node)  # `grad` bound to tf.gradients and to another module's function
-        if name is not None and name.rsplit(".", 1)[-1] in ("Session", "InteractiveSession", "MonitoredSession",
-                                                            "MonitoredTrainingSession", "SingularMonitoredSession"):
-            self.session = True
+        if (name or "").rsplit(".", 1)[-1] in ("Session", "InteractiveSession", "MonitoredSession", "MonitoredTrainingSession",
+                                               "SingularMonitoredSession") or dotted(node.func) in _TEST_SESSIONS:
+            self.session = True  # a tf.test.TestCase's session too: its graph runs under TF1 semantics
         raw = {q.name for q in self.get_metadata(LazyQualifiedNameProvider, node.func, set())}
         if raw & KERAS_GRADIENTS:
             self.keras.append(node)
@@ -450,6 +450,7 @@ def _mixed_api(names) -> bool:
     return MIXED in names and any(normalize(q.name) in APIS for q in names)
 
 
+_TEST_SESSIONS = frozenset({"self.session", "self.test_session", "self.cached_session"})
 #: how code spells the TF module: `tf.gradients` under one of these that is not the TF import
 #: is reported (a parameter named `tf`, a `for tf in ...`), never taken for TF's
 TF_HEADS = frozenset({"tf", "tensorflow", "tf1", "tfv1", "tf.compat.v1", "tensorflow.compat.v1"})
