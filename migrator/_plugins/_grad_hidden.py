@@ -6,6 +6,7 @@ caller build values from the sources between two lines; a graph walk (`t.consume
 from __future__ import annotations
 
 import os
+import re
 from typing import Optional
 
 import libcst as cst
@@ -455,4 +456,28 @@ def calls_graph_function(an, flat: list, s: int, e: int) -> Optional[str]:
                 return (f"the tape would run `{call.func.value}(...)`, a `function.Defun` graph function, which a "
                         "tape cannot differentiate and TF2 does not run eagerly; make it a plain function (or a "
                         "tf.function), then re-run")
+    return None
+
+
+#: a module that builds ops itself, below TF's Python API: a tape records none of them
+_GRAPH_BUILDING = re.compile(r"\b(create_op|_create_op_internal|_add_op|node_def|op_def|import_graph_def)\b")
+
+
+def graph_building_call(an, flat: list, s: int, e: int) -> Optional[str]:
+    """A project function called in the region, every definition of which the project may hold
+    in a file that copies or makes ops from their definitions (edward's ``copy``: ``node_def``
+    and ``graph.create_op``): TF1 differentiated those ops, a tape never sees them (an unseen
+    corpus: None where TF1 gave [4, 8, 12]).  Found by the called name, a superset."""
+    for i in range(s, e + 1):
+        node = flat[i].orig
+        for call in calls_in(node) if node is not None and not flat[i].dead else ():
+            name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+            if not name or call_kind(call, an.qn) != "project":
+                continue
+            for path in an.project.grep(f"def {name}".encode(), rf"\bdef\s+{re.escape(name)}\s*\(") or ():
+                hit = _GRAPH_BUILDING.search(an.project.text(path) or "")
+                if hit:
+                    return (f"`{an.code(call.func)}(...)` at line {an.line(node)} may make ops from their definitions "
+                            f"(`{hit.group(1)}` in {os.path.basename(path)}), which a tape never records; keep "
+                            "tf.gradients here, or build those ops with TF's API")
     return None

@@ -50,7 +50,7 @@ from migrator._plugins._grad_find import Find, check_context, may_have_candidate
 from migrator._plugins._grad_model import BlockScope, Call, Item, Refuse
 from migrator._plugins._grad_home import home
 from migrator._plugins._grad_hidden import calls_graph_function
-from migrator._plugins._grad_hidden import collection_read, filled_after_tape, rebinders
+from migrator._plugins._grad_hidden import collection_read, filled_after_tape, graph_building_call, rebinders
 from migrator._plugins._grad_filechecks import (
     calls_manual_gradient,
     check_contexts,
@@ -449,6 +449,8 @@ class GradientRewrite:
                                    "stays manual; migrate that one first, then re-run")
         if (graph_fn := calls_graph_function(self, flat, s, e)) is not None:
             raise Refuse("TFG121", graph_fn)
+        if (built := graph_building_call(self, flat, s, e)) is not None:
+            raise Refuse("TFG130", built)
         self._no_collections(c, flat, s, e)  # a Session script too: verify runs it in TF2 eager as well
         rebound = rebinds_head(self, c)  # the last check: a more specific reason comes first
         if rebound:
