@@ -35,8 +35,8 @@ from migrator.verify.report import exit_code  # noqa: E402
 #: (corpus, form, case, file, operator) -> why no input can tell the mutant apart.  Reported, not counted.
 _LATE_WATCH_AFTER_VARIABLE = ("the first use of the source is an op whose other input is a trainable variable: "
                               "the tape records that op anyway, so a later tape.watch still gets the gradient")
-_SOURCE_MADE_BEFORE = ("the statement moved above the tape makes the source itself (interp), which the tape then "
-                       "watches: the gradient with respect to it is the same")
+_SOURCE_MADE_BEFORE = ("the statement moved above the tape makes the source itself (interp, x), which the tape "
+                       "then watches: the gradient with respect to it is the same")
 EQUIVALENT: dict = {
     ("golden", "script", "grad_in_function", "after.py", "watch_late"): _LATE_WATCH_AFTER_VARIABLE,
     ("golden", "library", "grad_in_function", "after.py", "watch_late"): _LATE_WATCH_AFTER_VARIABLE,
@@ -51,6 +51,10 @@ EQUIVALENT: dict = {
         "the mutated tape is in step(), a helper only the migrated script has: no function of the library uses it",
     ("hand", "script", "c27_source_used_in_nested_block", "after.py", "tape_late"): _SOURCE_MADE_BEFORE,
     ("hand", "library", "c27_source_used_in_nested_block", "after.py", "tape_late"): _SOURCE_MADE_BEFORE,
+    # the source `x = tf.constant(...)` opens the tape (the tape is extended over the filler only for
+    # sources made in it): moved above the `with`, it is watched there all the same
+    ("golden", "script", "grad_list_filled_by_a_helper_in_the_tape", "after.py", "tape_late"): _SOURCE_MADE_BEFORE,
+    ("golden", "library", "grad_list_filled_by_a_helper_in_the_tape", "after.py", "tape_late"): _SOURCE_MADE_BEFORE,
     ("hand", "script", "c01_identity_const_mul", "after.py", "literal_dtype"):
         "a script with no function: it computes in float32 only, where a float32 constant is the same value",
 }
