@@ -40,3 +40,22 @@ def test_a_project_function_that_makes_ops_from_their_definitions_keeps_the_call
     (site,) = result.sites
     assert site.status == MANUAL and "`duplicate(...)` at line 8 may make ops from their definitions" in site.reason, \
         (site.code, site.reason)
+
+
+def test_a_test_case_calling_project_code_is_judged_by_what_its_region_spells(tmp_path):
+    # zhusuan's distribution tests: `Normal(...)` in the tape, while the package also has an HMC
+    # module with tf.while_loop; the 36 migrations were run (TF1 test, TF1, eager, tf.function)
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "pkg/__init__.py", "from pkg.dist import Normal\nfrom pkg import hmc\n")
+    write(tmp_path, "pkg/dist.py", "import tensorflow as tf\n\n\nclass Normal(object):\n    def __init__(self, m):\n"
+                                   "        self.m = m\n\n    def sample(self):\n        return self.m * 2.0\n")
+    write(tmp_path, "pkg/hmc.py", "import tensorflow as tf\n\n\ndef run(x):\n"
+                                  "    return tf.while_loop(lambda i: i < 3, lambda i: i + 1, [x])\n")
+    path = write(tmp_path, "test_m.py", "import tensorflow as tf\n\nfrom pkg import Normal\n\n\n"
+                                        "class T(tf.test.TestCase):\n    def test_grad(self):\n"
+                                        "        mean = tf.ones([2])\n        s = Normal(mean).sample()\n"
+                                        "        g = tf.gradients(s, mean)[0]\n"
+                                        "        with self.session() as sess:\n            sess.run(g)\n")
+    (result,) = [r for r in runner.run([path], runner.RunOptions(jobs=1, mode=runner.CHECK)).results
+                 if r.path.endswith("test_m.py")]
+    assert [s.status for s in result.sites] == ["migrated"], [(s.code, s.reason) for s in result.sites]

@@ -481,8 +481,8 @@ def check_session_control_flow(an, c, flat: list, s: int, e: int) -> None:
             raise Refuse("TFG132", f"line {an.line(flat[i].orig) if flat[i].orig else c.line} builds `{found}` (v1 "
                                    "control flow) and this file still runs under a Session, where a tape cannot "
                                    "differentiate it; keep tf.gradients until the script runs eagerly")
-    hidden = hidden_v1_control_flow(an, flat, s, e)
-    if hidden:
+    # a test case's graph: only what the region spells (zhusuan's 36 tests, run, and a package importing HMC)
+    if an.find.session is True and (hidden := hidden_v1_control_flow(an, flat, s, e)):
         raise Refuse("TFG132", f"{hidden}, and this file still runs under a Session, where a tape cannot "
                                "differentiate v1 control flow; keep tf.gradients until the script runs eagerly")
 

@@ -1,9 +1,9 @@
 """Find gradient-API calls and read their arguments (the first step of the tape rewrite).
 
-A call's *form* is checked here: its arguments map onto the TF1 signature, and
-it stands where a ``with`` block can be opened before it (not in a lambda, a
-comprehension, a while test, another gradient call, or where hoisting its targets
-reorders the statement: ``_grad_order``).  What the call *computes* is proved in ``_grad_proof``.
+A call's *form* is checked here: its arguments map onto the TF1 signature, and it stands
+where a ``with`` block can be opened before it (not in a lambda, a comprehension, a while test,
+another gradient call, or where hoisting its targets reorders the statement: ``_grad_order``).
+What the call *computes* is proved in ``_grad_proof``.
 """
 from __future__ import annotations
 
@@ -88,9 +88,10 @@ class Find(cst.CSTVisitor):
             self.unresolved.append(node)
         elif name is None and _mixed_api(self.get_metadata(LazyQualifiedNameProvider, node.func, set())):
             self.unresolved.append(node)  # `grad` bound to tf.gradients and to another module's function
-        if (name or "").rsplit(".", 1)[-1] in ("Session", "InteractiveSession", "MonitoredSession", "MonitoredTrainingSession",
-                                               "SingularMonitoredSession") or dotted(node.func) in _TEST_SESSIONS:
-            self.session = True  # a tf.test.TestCase's session too: its graph runs under TF1 semantics
+        if (name or "").rsplit(".", 1)[-1] in ("Session", "InteractiveSession", "MonitoredSession", "MonitoredTrainingSession", "SingularMonitoredSession"):  # noqa: E501
+            self.session = True
+        elif dotted(node.func) in ("self.session", "self.test_session", "self.cached_session"):  # a TestCase's graph
+            self.session = self.session or "test"
         raw = {q.name for q in self.get_metadata(LazyQualifiedNameProvider, node.func, set())}
         if raw & KERAS_GRADIENTS:
             self.keras.append(node)
@@ -450,7 +451,6 @@ def _mixed_api(names) -> bool:
     return MIXED in names and any(normalize(q.name) in APIS for q in names)
 
 
-_TEST_SESSIONS = frozenset({"self.session", "self.test_session", "self.cached_session"})
 #: how code spells the TF module: `tf.gradients` under one of these that is not the TF import
 #: is reported (a parameter named `tf`, a `for tf in ...`), never taken for TF's
 TF_HEADS = frozenset({"tf", "tensorflow", "tf1", "tfv1", "tf.compat.v1", "tensorflow.compat.v1"})
