@@ -16,7 +16,7 @@ from migrator._plugins import _grad_per_index as per_index
 from migrator._plugins._grad_hidden import runs_code
 from migrator._plugins._grad_model import Call, Refuse
 from migrator._plugins._grad_order import none_tested, order_problem
-from migrator._plugins._grad_values import nested_python_list
+from migrator._plugins._grad_values import SESSION_CLASSES, nested_python_list
 from migrator.tfnames import MIXED, TF_MODULES, LazyQualifiedNameProvider, dotted, normalize, tf_name
 
 GRADIENTS = "tensorflow.gradients"
@@ -88,7 +88,7 @@ class Find(cst.CSTVisitor):
             self.unresolved.append(node)
         elif name is None and _mixed_api(self.get_metadata(LazyQualifiedNameProvider, node.func, set())):
             self.unresolved.append(node)  # `grad` bound to tf.gradients and to another module's function
-        if (name or "").rsplit(".", 1)[-1] in ("Session", "InteractiveSession", "MonitoredSession", "MonitoredTrainingSession", "SingularMonitoredSession"):  # noqa: E501
+        if (name or "").rsplit(".", 1)[-1] in SESSION_CLASSES:
             self.session = True
         elif dotted(node.func) in ("self.session", "self.test_session", "self.cached_session"):  # a TestCase's graph
             self.session = self.session or "test"

@@ -115,6 +115,9 @@ ONE_TENSOR = frozenset({
 })
 TENSOR_CONSTRUCTORS = _LEAF | ONE_TENSOR | {"tensorflow.get_variable", "tensorflow.convert_to_tensor"}
 
+#: TF1 session classes: a module that makes one still runs its graph under TF1 semantics
+SESSION_CLASSES = frozenset({"Session", "InteractiveSession", "MonitoredSession", "MonitoredTrainingSession",
+                             "SingularMonitoredSession"})
 #: TF functions that build v1 control flow (a tape in TF1 graph mode cannot see through them)
 V1_CONTROL_FLOW = {
     "tensorflow.cond", "tensorflow.case", "tensorflow.switch_case", "tensorflow.while_loop", "tensorflow.scan",
