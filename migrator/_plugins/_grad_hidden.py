@@ -468,13 +468,18 @@ def graph_building_call(an, flat: list, s: int, e: int) -> Optional[str]:
     in a file that copies or makes ops from their definitions (edward's ``copy``: ``node_def``
     and ``graph.create_op``): TF1 differentiated those ops, a tape never sees them (an unseen
     corpus: None where TF1 gave [4, 8, 12]).  Found by the called name, a superset."""
+    builders = set(an.project.grep(b"_def", _GRAPH_BUILDING.pattern) or ()) | set(
+        an.project.grep(b"_op", _GRAPH_BUILDING.pattern) or ())  # the files, found once per project (cached)
+    if not builders:
+        return None
     for i in range(s, e + 1):
         node = flat[i].orig
         for call in calls_in(node) if node is not None and not flat[i].dead else ():
             name = (dotted(call.func) or "").rsplit(".", 1)[-1]
             if not name or call_kind(call, an.qn) != "project":
                 continue
-            for path in an.project.grep(f"def {name}".encode(), rf"\bdef\s+{re.escape(name)}\s*\(") or ():
+            defining = an.project.grep(f"def {name}".encode(), rf"\bdef\s+{re.escape(name)}\s*\(") or ()
+            for path in (p for p in defining if p in builders):
                 hit = _GRAPH_BUILDING.search(an.project.text(path) or "")
                 if hit:
                     return (f"`{an.code(call.func)}(...)` at line {an.line(node)} may make ops from their definitions "
